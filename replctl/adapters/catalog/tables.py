@@ -1,0 +1,155 @@
+"""The catalog schema: SQLAlchemy 2.x typed tables.
+
+Tables are created only through the Alembic revisions in `migrations/`; a test runs `alembic check` to prove
+these models and the revisions agree. Vectors are stored as JSON objects ({location: int}).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAME = String(64)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every catalog table."""
+
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class LocationRow(Base):
+    """A location and its metadata (rules.md M5)."""
+
+    __tablename__ = "locations"
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16))
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    cvv: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    dvv: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    baseline: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
+    logical_deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ConnectionRow(Base):
+    """Current state of a connection source→target; progress(target, source) lives here (REP2)."""
+
+    __tablename__ = "connections"
+
+    source: Mapped[str] = mapped_column(NAME, ForeignKey("locations.name"), primary_key=True)
+    target: Mapped[str] = mapped_column(NAME, ForeignKey("locations.name"), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    filter: Mapped[str | None] = mapped_column(Text)
+    ever_filtered: Mapped[bool] = mapped_column(Boolean, default=False)
+    history: Mapped[str] = mapped_column(String(16))
+    progress: Mapped[int] = mapped_column(BigInteger, default=0)
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ChangeRow(Base):
+    """The append-only topology history (rules.md H1)."""
+
+    __tablename__ = "topology_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    location: Mapped[str | None] = mapped_column(NAME)
+    role: Mapped[str | None] = mapped_column(String(16))
+    source: Mapped[str | None] = mapped_column(NAME)
+    target: Mapped[str | None] = mapped_column(NAME)
+    filter: Mapped[str | None] = mapped_column(Text)
+    history: Mapped[str | None] = mapped_column(String(16))
+    group_name: Mapped[str | None] = mapped_column(NAME)
+    members: Mapped[list[Any]] = mapped_column(default=list)
+    failover_from: Mapped[str | None] = mapped_column(NAME)
+    failover_to: Mapped[str | None] = mapped_column(NAME)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    actor: Mapped[str | None] = mapped_column(String(128))
+    reason: Mapped[str | None] = mapped_column(Text)
+    operation_id: Mapped[str | None] = mapped_column(String(36))
+
+    __table_args__ = (Index("ix_topology_changes_location", "location"),)
+
+
+class SegmentRow(Base):
+    """One immutable Parquet segment of a log, with what a deletion needs without a scan."""
+
+    __tablename__ = "segments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    location: Mapped[str] = mapped_column(NAME, ForeignKey("locations.name"))
+    path: Mapped[str] = mapped_column(Text)  # relative to the store root
+    seq_lo: Mapped[int] = mapped_column(BigInteger)
+    seq_hi: Mapped[int] = mapped_column(BigInteger)
+    count: Mapped[int] = mapped_column(BigInteger)
+    vt_lub: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    operation_id: Mapped[str | None] = mapped_column(String(36))
+
+    __table_args__ = (Index("ix_segments_location_seq", "location", "seq_lo"),)
+
+
+class PendingDeletionRow(Base):
+    """A physical deletion that waits for targets (DEL4)."""
+
+    __tablename__ = "pending_deletions"
+
+    location: Mapped[str] = mapped_column(NAME, ForeignKey("locations.name"), primary_key=True)
+    requested_upto: Mapped[int] = mapped_column(BigInteger)
+    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    blocked_by: Mapped[list[Any]] = mapped_column(default=list)
+
+
+class OperationRow(Base):
+    """The operation journal: who, where, what, why, the plan, and how it ended."""
+
+    __tablename__ = "operations"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    command: Mapped[str] = mapped_column(Text)
+    args: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    actor: Mapped[str | None] = mapped_column(String(128))
+    host: Mapped[str | None] = mapped_column(String(255))
+    reason: Mapped[str | None] = mapped_column(Text)
+    plan: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    outcome: Mapped[str] = mapped_column(String(16))  # running / succeeded / refused / incomplete / failed
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_operations_started_at", "started_at"),)
+
+
+class OperationStepRow(Base):
+    """One completed step of an operation, journalled in the same transaction as its effect."""
+
+    __tablename__ = "operation_steps"
+
+    operation_id: Mapped[str] = mapped_column(String(36), ForeignKey("operations.id"), primary_key=True)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class LeaseRow(Base):
+    """A lease on a resource ("location:A", "topology") with a fencing token."""
+
+    __tablename__ = "leases"
+
+    resource: Mapped[str] = mapped_column(String(128), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(255))
+    operation_id: Mapped[str] = mapped_column(String(36))
+    token: Mapped[int] = mapped_column(BigInteger)
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
