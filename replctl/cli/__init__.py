@@ -1,0 +1,118 @@
+"""The command-line surface (cli.md). `replctl.cli:app` is the Typer app; `main` is the console script.
+
+Global options may stand anywhere on the line (`replctl status --json` and `replctl --json status` are the same):
+the root group lifts them in front of the sub-command before Click parses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from replctl import __version__
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_error
+from replctl.config import resolve
+from replctl.errors import ReplctlError
+
+_VALUE_OPTIONS = {"--config", "--db", "--store", "--spark-master", "--spark-remote", "--spark-conf", "--output",
+                  "--reason"}
+_FLAG_OPTIONS = {"--json", "--yes"}
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move global options (and their values) in front of the sub-command, keeping their order."""
+    lifted: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if arg in _FLAG_OPTIONS:
+            lifted.append(arg)
+        elif name in _VALUE_OPTIONS and "=" in arg:
+            lifted.append(arg)
+        elif arg in _VALUE_OPTIONS and i + 1 < len(args):
+            lifted.extend(args[i:i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return lifted + rest
+
+
+class RootGroup(TyperGroup):
+    """The root group: accepts global options after the sub-command too."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(list(args)))
+
+
+app = typer.Typer(
+    cls=RootGroup,
+    name="replctl",
+    help="Administer causally consistent, geo-replicated event logs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"replctl {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option("--config", metavar="PATH", help="Config file (env REPLCTL_CONFIG).")] = None,
+    db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Catalog SQLAlchemy URL (env REPLCTL_DB).")] = None,
+    store: Annotated[str | None, typer.Option("--store", metavar="URI", help="Log store root (env REPLCTL_STORE).")] = None,
+    spark_master: Annotated[str | None, typer.Option("--spark-master", metavar="URL", help="Spark master URL.")] = None,
+    spark_remote: Annotated[str | None, typer.Option("--spark-remote", metavar="URL", help="Spark Connect sc://HOST:PORT.")
+                            ] = None,
+    spark_conf: Annotated[list[str] | None, typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark setting, repeatable.")] = None,
+    output: Annotated[str | None, typer.Option("--output", metavar="text|json", help="text or json (env REPLCTL_OUTPUT).")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Same as --output json.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Answer yes to prompts.")] = False,
+    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT", help="Why; kept in the journal.")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Administer causally consistent, geo-replicated event logs."""
+    flags: dict[str, Any] = {"config": config, "db": db, "store": store, "spark_master": spark_master,
+                             "spark_remote": spark_remote, "spark_conf": spark_conf or [],
+                             "output": "json" if json_output else output}
+    try:
+        settings = resolve(flags)
+    except ReplctlError as exc:
+        emit_error(exc, as_json=json_output or output == "json")
+        raise typer.Exit(exc.exit_code) from None
+    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason)
+
+
+def _register() -> None:
+    from replctl.cli import data_cmds, location, ops, setup, topology
+
+    setup.register(app)
+    app.add_typer(location.app, name="location")
+    app.add_typer(topology.app, name="topology")
+    data_cmds.register(app)
+    app.add_typer(ops.app, name="ops")
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,59 @@
+"""What every command gets: resolved settings and lazily opened adapters (the CLI's wiring)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from replctl.config import Settings
+
+if TYPE_CHECKING:
+    from replctl.adapters.catalog.repository import Catalog
+    from replctl.adapters.logstore import LogStore
+    from replctl.services.engine import Engine
+
+
+@dataclass
+class AppContext:
+    """Per-invocation state; adapters are built on first use so `--help` and pure commands stay light."""
+
+    settings: Settings
+    yes: bool = False
+    reason: str | None = None
+    _catalog: Any = field(default=None, repr=False)
+
+    @property
+    def json(self) -> bool:
+        """True under --json / --output json."""
+        return self.settings.json
+
+    def catalog(self, *, check: bool = True) -> Catalog:
+        """The catalog; `check` refuses one that is missing or at an older revision (exit 6)."""
+        if self._catalog is None:
+            from replctl.adapters.catalog.repository import Catalog
+
+            self._catalog = Catalog(self.settings.db)
+        if check:
+            from replctl.adapters.catalog.migrate import ensure_current
+
+            ensure_current(self._catalog.engine)
+        catalog: Catalog = self._catalog
+        return catalog
+
+    def store(self) -> LogStore:
+        """The log store at the configured root."""
+        from replctl.adapters.logstore import LogStore
+
+        return LogStore(self.settings.store)
+
+    def engine(self) -> Engine:
+        """The data plane: log store plus a (lazily started, process-wide) Spark session."""
+        from replctl.services.engine import Engine
+
+        return Engine(self.store(), self.settings)
+
+    def close(self) -> None:
+        """Release the catalog's connections (the Spark session stays for reuse in-process)."""
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None

@@ -1,0 +1,193 @@
+"""The data-plane commands: `log append|show|verify` and `replicate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from replctl.cli.boundary import run
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_json, stdout
+from replctl.errors import InvalidInput
+
+log_app = typer.Typer(help="Local event logs: append, show, verify.", no_args_is_help=True)
+
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")]
+
+
+@log_app.command("append")
+def append(ctx: typer.Context, location: str,
+           event: Annotated[list[str] | None, typer.Option("--event", help="An event as JSON; repeatable.")
+                            ] = None,
+           file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")
+                           ] = None,
+           generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
+           seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
+           dry_run: DryRun = False) -> None:
+    """Append events at a read-write location (EM1 assigns seq, origin, origin_time and vt)."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import logs
+
+        source = logs.read_source(event or [], file, generate, seed)
+        return logs.append(app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        elif out["dry_run"]:
+            count = out["appended"] or "the file's"
+            stdout().print(f"would append {count} event(s) to {location} from seq {out['seq_from']}",
+                           markup=False)
+        else:
+            stdout().print(f"appended {out['appended']} event(s) to {location}: seq {out['seq_from']}.."
+                           f"{out['seq_to']}", markup=False)
+
+    run(ctx, action, render)
+
+
+@log_app.command("show")
+def show(ctx: typer.Context, location: str,
+         from_seq: Annotated[int, typer.Option("--from", min=0, help="First seq to show.")] = 0,
+         limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None) -> None:
+    """The physically stored events of a log in seq order."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import logs
+
+        return logs.show(app.catalog(), app.engine(), location, from_seq=from_seq, limit=limit)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        table = Table("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload",
+                      title=f"{location}: seq {out['seq']}, deleted up to {out['deleted_upto']} "
+                            f"(logically {out['logical_deleted_upto']})")
+        for e in out["events"]:
+            vt = "{" + ",".join(f"{k}:{v}" for k, v in sorted(e["vt"].items())) + "}"
+            hidden = e["seq"] <= out["logical_deleted_upto"]
+            table.add_row(str(e["seq"]) + ("*" if hidden else ""), e["origin"], str(e["origin_time"]), vt,
+                          e["type"] or "", e["key"] or "", ",".join(e["tags"] or []), e["payload"] or "")
+        stdout().print(table)
+
+    run(ctx, action, render)
+
+
+@log_app.command("verify")
+def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argument()] = None) -> None:
+    """Check the invariants of rules.md §9 (I1–I7); exit 3 naming the first violation."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import logs
+
+        return logs.verify(app.catalog(), app.engine(), list(locations or []))
+
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        bad = [log for log in out["logs"] if not log["ok"]]
+        failed = bool(bad or out["topology"])
+        if app.json:
+            doc: dict[str, Any] = {"ok": not failed, **out}
+            if failed:
+                first = bad[0]["violations"][0] if bad else out["topology"][0]
+                where = f"{bad[0]['location']}: " if bad else ""
+                doc["error"] = {"code": first["invariant"], "message": where + first["message"],
+                                "hint": "inspect it with: replctl log show " + (bad[0]["location"] if bad else "")}
+            emit_json(doc)
+        else:
+            console = stdout()
+            for log in out["logs"]:
+                if log["ok"]:
+                    console.print(f"{log['location']}: ok (I1–I7)", markup=False)
+                for v in log["violations"]:
+                    at = f" at seq {v['seq']}" if v["seq"] is not None else ""
+                    console.print(f"{log['location']}: violation [{v['invariant']}]{at}: {v['message']}",
+                                  markup=False)
+            for v in out["topology"]:
+                console.print(f"topology: violation [I6/{v['code']}]: {v['message']}", markup=False)
+        return 3 if failed else 0
+
+    run(ctx, action, render)
+
+
+def replicate(ctx: typer.Context,
+              endpoints: Annotated[list[str] | None, typer.Argument(metavar="[SRC DST]",
+                                                                    help="One connection; default: all.")
+                                   ] = None,
+              dry_run: DryRun = False) -> None:
+    """One pass over SRC→DST, or every connection until nothing changes."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import replication
+
+        if endpoints and len(endpoints) != 2:
+            raise InvalidInput("give both SRC and DST, or neither", code="bad-option",
+                               hint="replctl replicate A B   or   replctl replicate")
+        if endpoints:
+            return replication.replicate_one(app.catalog(), app.engine(), endpoints[0], endpoints[1],
+                                             reason=app.reason, dry_run=dry_run)
+        return replication.replicate_all(app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        table = Table("connection", "state", "action", "examined", "written", "skipped (causal/filter)",
+                      "blocked at", "progress", "why")
+        for p in out["passes"]:
+            table.add_row(f"{p['source']}→{p['target']}", p["state"], p["action"], str(p["examined"]),
+                          str(p["written"]), f"{p['skipped_causal']}/{p['skipped_filter']}",
+                          "" if p["blocked_at"] is None else str(p["blocked_at"]), str(p["progress"]),
+                          p["reason"] or "")
+        stdout().print(table)
+
+    run(ctx, action, render)
+
+
+def delete(ctx: typer.Context, location: str,
+           upto: Annotated[int | None, typer.Option("--upto", help="Delete the prefix seq ≤ SEQ.")] = None,
+           older_than: Annotated[str | None, typer.Option("--older-than", metavar="AGE",
+                                                          help="Cut at the last event older than AGE (30d, 12h).")
+                                 ] = None,
+           logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
+           dry_run: DryRun = False) -> None:
+    """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import deletion
+
+        return deletion.delete(app.catalog(), app.engine(), location, upto=upto, older_than=older_than,
+                               logical=logical, reason=app.reason, dry_run=dry_run)
+
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        code = 5 if out["pending"] and not out["dry_run"] else 0
+        if app.json:
+            emit_json({"ok": True, **out})
+            return code
+        console = stdout()
+        if out["dry_run"]:
+            would = out["would_delete"]
+            console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)
+            if would:
+                console.print(f"would delete seq {would['from']}..{would['upto']} physically", markup=False)
+        else:
+            console.print(f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
+                          f"{out['deleted_upto']}; DVV {out['dvv']}", markup=False)
+        for b in out["blocked_by"]:
+            console.print(f"waits [DEL3]: {b['target']} still needs seq {b['first_blocked_seq']}", markup=False)
+        if out["pending"]:
+            console.print(f"the rest waits; it is retried after every replicate run (hint: replctl replicate, "
+                          f"then replctl delete {location} --upto {out['requested_upto']})", markup=False)
+        return code
+
+    run(ctx, action, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach these commands to the root app."""
+    app.add_typer(log_app, name="log")
+    app.command("replicate")(replicate)
+    app.command("delete")(delete)

@@ -1,0 +1,81 @@
+"""`replctl ops list|show`: the operation journal."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from replctl.cli.boundary import run
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_json, stdout
+from replctl.errors import UnknownName
+
+app = typer.Typer(help="The operation journal.", no_args_is_help=True)
+
+
+def operation_json(op: Any, *, steps: bool = False) -> dict[str, Any]:
+    """One journal entry."""
+    doc: dict[str, Any] = {"id": op.id, "command": op.command, "args": op.args, "actor": op.actor,
+                           "host": op.host, "reason": op.reason, "outcome": op.outcome, "error": op.error,
+                           "started_at": str(op.started_at),
+                           "ended_at": str(op.ended_at) if op.ended_at else None}
+    if steps:
+        doc["plan"] = op.plan
+        doc["steps"] = [{"index": s.index, "name": s.name, "detail": s.detail, "at": str(s.at)}
+                        for s in op.steps]
+    return doc
+
+
+@app.command("list")
+def list_(ctx: typer.Context,
+          limit: Annotated[int, typer.Option("--limit", min=1, help="How many, newest first.")] = 50) -> None:
+    """The most recent operations, newest first."""
+
+    def action(app: AppContext) -> Any:
+        with app.catalog().transaction() as tx:
+            return tx.operations(limit=limit)
+
+    def render(app: AppContext, ops: Any) -> None:
+        if app.json:
+            emit_json({"ok": True, "operations": [operation_json(op) for op in ops]})
+            return
+        table = Table("id", "started", "command", "outcome", "reason")
+        for op in ops:
+            table.add_row(op.id[:8], str(op.started_at)[:19], op.command, op.outcome, op.reason or "")
+        stdout().print(table)
+
+    run(ctx, action, render)
+
+
+@app.command("show")
+def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """One operation with its plan and steps (an id prefix is enough)."""
+
+    def action(app: AppContext) -> Any:
+        with app.catalog().transaction() as tx:
+            op = tx.operation(op_id)
+            if op is None:
+                matches = [o for o in tx.operations(limit=10_000) if o.id.startswith(op_id)]
+                if len(matches) == 1:
+                    op = tx.operation(matches[0].id)
+            if op is None:
+                raise UnknownName(f"unknown operation {op_id!r}", code="unknown-operation",
+                                  hint="list them with: replctl ops list")
+            return op
+
+    def render(app: AppContext, op: Any) -> None:
+        doc = operation_json(op, steps=True)
+        if app.json:
+            emit_json({"ok": True, "operation": doc})
+            return
+        console = stdout()
+        console.print(f"{op.id} {op.command} → {op.outcome}", markup=False)
+        console.print(f"by {op.actor}@{op.host} at {op.started_at}; reason: {op.reason or '-'}", markup=False)
+        for step in doc["steps"]:
+            console.print(f"  {step['index']}. {step['name']} {step['detail']}", markup=False)
+        if op.error:
+            console.print(f"error: {op.error}", markup=False)
+
+    run(ctx, action, render)

@@ -1,0 +1,125 @@
+"""`init`, `db upgrade|current`, `config show` and `status`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from replctl.cli.boundary import run
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_json, stdout
+
+db_app = typer.Typer(help="Catalog schema migrations (Alembic).", no_args_is_help=True)
+config_app = typer.Typer(help="Resolved configuration.", no_args_is_help=True)
+
+
+def init(ctx: typer.Context) -> None:
+    """Create the catalog (migrated to head) and the log store; safe to re-run."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.services import setup
+
+        return setup.init(app.settings)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        console = stdout()
+        state = "created" if out["created"] else "already there"
+        console.print(f"catalog {state}: {out['db']} (revision {out['revision']})", markup=False)
+        console.print(f"log store: {out['store']}", markup=False)
+        console.print("next: replctl location add NAME", markup=False)
+
+    run(ctx, action, render)
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Migrate the catalog to the newest schema revision."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.services import setup
+
+        return setup.upgrade(app.settings)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            stdout().print(f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})",
+                           markup=False)
+
+    run(ctx, action, render)
+
+
+@db_app.command("current")
+def db_current(ctx: typer.Context) -> None:
+    """Print the catalog's schema revision and the newest one this replctl knows."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.services import setup
+
+        return setup.current(app.settings)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            note = "up to date" if out["up_to_date"] else "behind: run replctl db upgrade"
+            stdout().print(f"revision {out['revision'] or 'none'} (head {out['head']}, {note})", markup=False)
+
+    run(ctx, action, render)
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context) -> None:
+    """Print every resolved setting and where it came from (flag, env, config, default)."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        s = app.settings
+        values = {"config": str(s.config_path) if s.config_path else None, "db": s.db, "store": s.store,
+                  "spark_master": s.spark_master, "spark_remote": s.spark_remote,
+                  "spark_conf": dict(s.spark_conf), "output": s.output}
+        return {name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
+                for name, value in values.items()}
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, "settings": out})
+            return
+        table = Table("setting", "value", "from")
+        for name, entry in out.items():
+            table.add_row(name, str(entry["value"]), entry["source"])
+        stdout().print(table)
+
+    run(ctx, action, render)
+
+
+def status(ctx: typer.Context) -> None:
+    """Locations, connections (state, progress, lag, why they wait) and pending deletions."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.services import status as status_service
+
+        return status_service.status(app.catalog())
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        from replctl.cli.render import render_status
+
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            render_status(stdout(), out)
+
+    run(ctx, action, render)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach these commands to the root app."""
+    app.command("init")(init)
+    app.add_typer(db_app, name="db")
+    app.add_typer(config_app, name="config")
+    app.command("status")(status)

@@ -1,0 +1,59 @@
+"""Creating and migrating the catalog and the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from replctl.config import Settings
+
+
+def _make_store(root: str) -> None:
+    # Only local roots are created here; a remote store (hdfs://, s3a://) is created by its own tools.
+    if "://" not in root or root.startswith("file://"):
+        Path(root.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+
+
+def _migrate(settings: Settings) -> tuple[str | None, str | None]:
+    """Upgrade the catalog to head; (revision before, revision after)."""
+    from replctl.adapters.catalog import migrate
+    from replctl.adapters.catalog.engine import make_engine
+
+    engine = make_engine(settings.db)
+    try:
+        with engine.connect() as conn:
+            previous = migrate.current_revision(conn)
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            revision = migrate.current_revision(conn)
+    finally:
+        engine.dispose()
+    return previous, revision
+
+
+def init(settings: Settings) -> dict[str, Any]:
+    """`replctl init`: migrate the catalog to head and create the store; idempotent."""
+    previous, revision = _migrate(settings)
+    _make_store(settings.store)
+    return {"created": previous is None, "db": settings.db, "store": settings.store, "revision": revision}
+
+
+def upgrade(settings: Settings) -> dict[str, Any]:
+    """`replctl db upgrade`."""
+    previous, revision = _migrate(settings)
+    return {"db": settings.db, "revision": revision, "previous": previous}
+
+
+def current(settings: Settings) -> dict[str, Any]:
+    """`replctl db current`."""
+    from replctl.adapters.catalog import migrate
+    from replctl.adapters.catalog.engine import make_engine
+
+    engine = make_engine(settings.db)
+    try:
+        with engine.connect() as conn:
+            revision = migrate.current_revision(conn)
+    finally:
+        engine.dispose()
+    head = migrate.head_revision()
+    return {"db": settings.db, "revision": revision, "head": head, "up_to_date": revision == head}

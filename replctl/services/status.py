@@ -1,0 +1,52 @@
+"""`replctl status`: locations, connections with progress and lag, pending deletions, warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replctl.adapters.catalog.repository import Catalog
+from replctl.core.topology_rules import validate as validate_state
+from replctl.core.model import Segment
+
+
+def _lag(segments: list[Segment], progress: int) -> int:
+    """Events stored at the source past the target's progress (from segment counts, no scan).
+
+    A segment that the progress cuts through counts with the part above the cut estimated from its seq range;
+    exact whenever progress sits on a segment boundary, which it does unless a pass blocked mid-segment.
+    """
+    lag = 0
+    for seg in segments:
+        if seg.seq_lo > progress:
+            lag += seg.count
+        elif seg.seq_hi > progress:
+            span = seg.seq_hi - seg.seq_lo + 1
+            lag += round(seg.count * (seg.seq_hi - progress) / span)
+    return lag
+
+
+def status(catalog: Catalog) -> dict[str, Any]:
+    """The `status --json` document (cli.md) plus ROLE2 warnings."""
+    from replctl.cli.render import location_json
+    from replctl.services.topology import load_state, violation_json
+
+    with catalog.transaction() as tx:
+        locations = tx.locations()
+        connections = tx.connections()
+        segments = {loc.name: tx.segments(loc.name) for loc in locations}
+        pending = tx.pending_deletions()
+        state = load_state(tx)
+    return {
+        "locations": [location_json(loc) for loc in locations],
+        "connections": [
+            {"source": c.source, "target": c.target, "state": c.state.value, "filter": c.filter,
+             "ever_filtered": c.ever_filtered, "history": c.history.value, "progress": c.progress,
+             "lag": _lag(segments.get(c.source, []), c.progress) if c.current else 0, "reason": c.reason}
+            for c in connections
+        ],
+        "pending_deletions": [
+            {"location": p.location, "requested_upto": p.requested_upto, "blocked_by": list(p.blocked_by)}
+            for p in pending
+        ],
+        "warnings": [violation_json(v) for v in validate_state(state) if v.warning],
+    }

@@ -1,0 +1,75 @@
+"""Driving the real CLI in-process (typer's CliRunner) against a real SQLite file and a real store folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+from replctl.cli import app
+
+
+@dataclass
+class Outcome:
+    """One invocation: exit code, stdout, stderr, and the JSON document when --json was given."""
+
+    code: int
+    stdout: str
+    stderr: str
+    raw: Result
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The one JSON document on stdout."""
+        try:
+            value: dict[str, Any] = json.loads(self.stdout)
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"stdout is not one JSON document:\n{self.stdout}\n{self.stderr}") from exc
+        return value
+
+
+class Replctl:
+    """`replctl` bound to one catalog and one store (both under a test's tmp_path)."""
+
+    def __init__(self, root: Path, *, db_url: str | None = None, spark_master: str = "local[2]") -> None:
+        self.root = root
+        self.db_url = db_url or f"sqlite:///{root / 'catalog.db'}"
+        self.store = root / "logs"
+        self.env = {
+            "REPLCTL_DB": self.db_url,
+            "REPLCTL_STORE": str(self.store),
+            "REPLCTL_SPARK_MASTER": spark_master,
+            "COLUMNS": "160",
+            "NO_COLOR": "1",
+            "REPLCTL_CONFIG": "",
+            "REPLCTL_OUTPUT": "",
+        }
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, expect: int | None = 0) -> Outcome:
+        """Run `replctl ARGS`; assert the exit code unless expect is None."""
+        result = self.runner.invoke(app, list(args), env=self.env, catch_exceptions=False)
+        out = Outcome(result.exit_code, result.stdout, result.stderr, result)
+        if expect is not None and out.code != expect:
+            raise AssertionError(
+                f"replctl {' '.join(args)} exited {out.code}, expected {expect}\n"
+                f"stdout:\n{out.stdout}\nstderr:\n{out.stderr}"
+            )
+        return out
+
+    def json(self, *args: str, expect: int | None = 0) -> dict[str, Any]:
+        """Run with --json and return the document."""
+        return self(*args, "--json", expect=expect).doc
+
+    def keys(self, location: str) -> list[str]:
+        """The keys of a log's stored events in seq order."""
+        return [e["key"] for e in self.json("log", "show", location)["events"]]
+
+    def snapshot(self) -> dict[str, Any]:
+        """Catalog state that a refusal must leave untouched: status plus the recorded history."""
+        status = self.json("status")
+        history = self.json("topology", "history")["changes"]
+        return {"status": status, "history": history}
