@@ -1,0 +1,102 @@
+"""Deletion planning (rules.md DEL1–DEL4, ADD2): pure.
+
+The catalog alone decides most requests: a target whose progress is past the cut, or whose CVV covers the vt
+LUB of every segment in question, cannot hold deletion back. Only the remaining targets need the one Spark scan
+that finds the first event each of them may still need; `safe_prefix` turns those answers into the cut.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from replctl.core.model import Connection, Location, Segment
+from replctl.core.vectortime import VectorTime, lub
+from replctl.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Target:
+    """A current target i of X (DEL3): progress(i,X) and CVV-i."""
+
+    name: str
+    progress: int
+    cvv: VectorTime
+
+
+def current_targets(source: str, connections: list[Connection], locations: dict[str, Location]) -> list[Target]:
+    """Every connection X→i that is active, pending (ADD2) or blocked, not removed, i not retired."""
+    return [Target(c.target, c.progress, locations[c.target].cvv) for c in connections
+            if c.source == source and c.current and not locations[c.target].retired]
+
+
+def bound(location: Location, requested_upto: int) -> int:
+    """DEL1: a request never reaches past the last assigned seq."""
+    return min(requested_upto, location.seq)
+
+
+def logical_upto(location: Location, requested_upto: int) -> int:
+    """DEL1: `max(previous, min(N, X.seq))`, at once."""
+    return max(location.logical_deleted_upto, bound(location, requested_upto))
+
+
+def targets_to_scan(targets: list[Target], segments: list[Segment], done_upto: int, cut: int) -> list[Target]:
+    """Targets that the catalog cannot clear for the events in (done_upto, cut]."""
+    at_stake = [s for s in segments if s.seq_hi > done_upto and s.seq_lo <= cut]
+    unclear = []
+    for t in targets:
+        if t.progress >= cut:
+            continue  # DEL3's progress form holds for every event up to the cut
+        beyond = [s for s in at_stake if s.seq_hi > t.progress]
+        if lub(s.vt_lub for s in beyond) <= t.cvv:
+            continue  # DEL3's CVV form holds for all of them
+        unclear.append(t)
+    return unclear
+
+
+@dataclass(frozen=True)
+class Cut:
+    """DEL4: the prefix deleted now, and who holds the rest back."""
+
+    upto: int
+    blocked_by: tuple[tuple[str, int], ...]  # (target, first seq it still needs)
+
+
+def safe_prefix(done_upto: int, cut: int, first_needed: dict[str, int | None]) -> Cut:
+    """The largest k ≤ cut such that no target still needs an event at or below k."""
+    k = cut
+    blocked = []
+    for name, seq in sorted(first_needed.items()):
+        if seq is not None and seq <= cut:
+            blocked.append((name, seq))
+            k = min(k, seq - 1)
+    return Cut(max(k, done_upto), tuple(blocked))
+
+
+@dataclass(frozen=True)
+class SegmentCut:
+    """Which segments go whole, and the one (if any) that straddles the cut and is rewritten."""
+
+    drop: tuple[Segment, ...]
+    straddle: Segment | None
+
+
+def cut_segments(segments: list[Segment], upto: int) -> SegmentCut:
+    """Whole segments below the cut are dropped; at most one straddles it (architecture.md, log store)."""
+    drop = tuple(s for s in segments if s.seq_hi <= upto)
+    straddle = next((s for s in segments if s.seq_lo <= upto < s.seq_hi), None)
+    return SegmentCut(drop, straddle)
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_age(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `3600s`, `2w` → a duration (for `delete --older-than`)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise InvalidInput(f"--older-than expects a number and a unit (s, m, h, d, w), got {text!r}",
+                           code="bad-number", hint="e.g. --older-than 30d")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})

@@ -1,0 +1,53 @@
+"""Planning one replication pass X→Y (rules.md REP1–REP3, CF1, ADD1, DR5): pure.
+
+The plan decides what can be decided from the catalog alone, so the common cases need no Spark job: nothing new
+past the progress, or every new segment's vt LUB already ≤ CVV-Y (all would be skipped by CF1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from replctl.core.model import Connection, ConnectionState, Location, Segment
+from replctl.core.startrule import start_rule
+from replctl.core.vectortime import lub
+
+
+class PassAction(StrEnum):
+    """What a pass over one connection will do."""
+
+    WAIT = "wait"  # pending: ADD1 does not hold yet
+    BLOCKED = "blocked"  # DR5: only a recovery run may use it
+    NOTHING_NEW = "nothing-new"
+    ALL_KNOWN = "all-known"  # CF1 would skip every new event: advance progress without reading
+    RUN = "run"
+
+
+@dataclass(frozen=True)
+class PassPlan:
+    """The decision for one connection, and what a run must read."""
+
+    action: PassAction
+    activate: bool  # a pending connection whose start rule now holds (ADD1)
+    segments: tuple[Segment, ...]  # source segments that may hold seq > progress
+    new_progress: int  # for ALL_KNOWN
+    reason: str | None = None
+
+
+def plan_pass(source: Location, target: Location, conn: Connection, segments: list[Segment]) -> PassPlan:
+    """Decide one pass X→Y from the catalog snapshot."""
+    if conn.state is ConnectionState.BLOCKED:
+        return PassPlan(PassAction.BLOCKED, False, (), conn.progress, conn.reason)
+    activate = False
+    if conn.state is ConnectionState.PENDING:
+        verdict = start_rule(source, target)
+        if not verdict.may_start:
+            return PassPlan(PassAction.WAIT, False, (), conn.progress, verdict.reason)
+        activate = True
+    fresh = tuple(s for s in segments if s.seq_hi > conn.progress)
+    if not fresh:
+        return PassPlan(PassAction.NOTHING_NEW, activate, (), conn.progress)
+    if lub(s.vt_lub for s in fresh) <= target.cvv:
+        return PassPlan(PassAction.ALL_KNOWN, activate, fresh, max(s.seq_hi for s in fresh))
+    return PassPlan(PassAction.RUN, activate, fresh, conn.progress)

@@ -1,0 +1,52 @@
+"""New connections: the start rule (ADD1) and the history modes (ADD3).
+
+Decision on ADD3 "none": the foreign entries of CVV-X go into DVV-Y as well as CVV-Y. Y will never hold those
+events, which is exactly what a DVV says ("not available from me"), so a later joiner that reads from Y waits
+for them from elsewhere (ADD1) instead of silently missing them. For "current" the rules say so explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from replctl.core.model import HistoryMode, Location
+from replctl.core.vectortime import EMPTY, VectorTime
+
+
+def history_baseline(mode: HistoryMode, source: Location, target: Location) -> VectorTime:
+    """ADD3: the vector Y merges before replication starts (foreign = keys absent from CVV-Y)."""
+    if mode is HistoryMode.CURRENT:
+        return source.dvv.foreign_to(target.cvv)
+    if mode is HistoryMode.NONE:
+        return source.cvv.foreign_to(target.cvv)
+    return EMPTY
+
+
+def merge_baseline(target: Location, baseline: VectorTime) -> Location:
+    """Y after merging a baseline into CVV, DVV and the recorded baselines (I3 counts them)."""
+    if not baseline:
+        return target
+    return replace(target, cvv=target.cvv | baseline, dvv=target.dvv | baseline,
+                   baseline=target.baseline | baseline)
+
+
+@dataclass(frozen=True)
+class StartVerdict:
+    """Whether a pending connection X→Y may start, and if not, what Y still lacks."""
+
+    may_start: bool
+    missing: dict[str, tuple[int, int]]
+
+    @property
+    def reason(self) -> str | None:
+        """Operator text for `status` and `replicate` (why it waits)."""
+        if self.may_start:
+            return None
+        parts = ", ".join(f"{k}: deleted up to {d}, target has {c}" for k, (d, c) in sorted(self.missing.items()))
+        return f"waits [ADD1]: the source deleted events the target lacks ({parts})"
+
+
+def start_rule(source: Location, target: Location) -> StartVerdict:
+    """ADD1: replication over a new connection X→Y starts only once DVV-X ≤ CVV-Y."""
+    missing = source.dvv.missing_from(target.cvv)
+    return StartVerdict(may_start=not missing, missing=missing)
