@@ -1,0 +1,58 @@
+"""The DEL3 check as one Spark job: for each target, the first event it may still need (rules.md DEL3/DEL4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from replctl.adapters.spark.schema import read_events, vector_literal
+from replctl.adapters.spark.session import spark_failures
+from replctl.adapters.spark.transforms import covered_by
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from replctl.adapters.logstore import LogStore
+
+
+def first_needed(spark: SparkSession, store: LogStore, segment_paths: Sequence[str], *, upto: int,
+                 targets: Mapping[str, tuple[int, Mapping[str, int]]]) -> dict[str, int | None]:
+    """For each target i (progress(i,X), CVV-i): the smallest seq ≤ `upto` with seq > progress and vt ≰ CVV-i.
+
+    An event with seq ≤ progress(i,X) or vt ≤ CVV-i may go (DEL3); the first one that may not bounds the
+    deletable prefix. All targets are answered by one scan of the seq and vt columns.
+    """
+    if not segment_paths or not targets:
+        return dict.fromkeys(targets)
+    names = sorted(targets)
+    with spark_failures("checking what targets still need (DEL3)"):
+        events = read_events(spark, store, segment_paths).select("seq", "vt").where(F.col("seq") <= F.lit(upto))
+        aggregates = []
+        for i, name in enumerate(names):
+            progress, cvv = targets[name]
+            needed = (F.col("seq") > F.lit(progress)) & ~covered_by(F.col("vt"), vector_literal(cvv))
+            aggregates.append(F.min(F.when(needed, F.col("seq"))).alias(f"t{i}"))
+        row = events.agg(*aggregates).first()
+    return {name: (None if row is None or row[f"t{i}"] is None else int(row[f"t{i}"]))
+            for i, name in enumerate(names)}
+
+
+def last_seq_emitted_before(spark: SparkSession, store: LogStore, segment_paths: Sequence[str],
+                            cutoff: datetime) -> int | None:
+    """The last seq of the longest prefix whose events were all emitted before `cutoff`.
+
+    The wall clock only chooses the cut (a retention policy); it never orders anything. The prefix stops at the
+    first newer event, so a replicated old event stored after newer ones does not drag newer ones along.
+    """
+    if not segment_paths:
+        return None
+    with spark_failures("choosing the cut for --older-than"):
+        events = read_events(spark, store, segment_paths).select("seq", "emitted_at")
+        first_new = events.where(F.col("emitted_at") >= F.lit(cutoff)).agg(F.min("seq")).first()
+        limit = None if first_new is None else first_new[0]
+        old = events if limit is None else events.where(F.col("seq") < F.lit(limit))
+        row = old.agg(F.max("seq")).first()
+    return None if row is None or row[0] is None else int(row[0])

@@ -1,0 +1,186 @@
+"""Replication stories through the CLI with exact log contents (issue: the replication engine).
+
+Each story ends with `log verify` passing on every log.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clitool import Replctl
+
+from replctl.failpoints import FailpointCrash
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    tool = Replctl(tmp_path)
+    tool("init")
+    return tool
+
+
+def append(rc: Replctl, location: str, *keys: str) -> None:
+    args = []
+    for key in keys:
+        args += ["--event", json.dumps({"key": key})]
+    rc("log", "append", location, *args)
+
+
+def verify_all(rc: Replctl) -> None:
+    doc = rc.json("log", "verify")
+    assert doc["ok"], doc
+
+
+def test_appended_events_get_em1_numbers_and_clocks(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    append(rc, "A", "e1", "e2")
+    rc("log", "append", "A", "--event", '{"key": "e3", "type": "t", "tags": ["x"], "payload": {"n": 1}}')
+    events = rc.json("log", "show", "A")["events"]
+    assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events] == [
+        (1, "A", 1, {"A": 1}, "e1"), (2, "A", 2, {"A": 2}, "e2"), (3, "A", 3, {"A": 3}, "e3")]
+    assert (events[2]["type"], events[2]["tags"], json.loads(events[2]["payload"])) == ("t", ["x"], {"n": 1})
+    verify_all(rc)
+
+
+def test_appends_are_refused_at_hub_and_read_only_locations(rc: Replctl) -> None:
+    rc("location", "add", "H", "--role", "hub")
+    doc = rc.json("log", "append", "H", "--event", '{"key": "x"}', expect=3)
+    assert doc["error"]["code"] == "ROLE1"
+
+
+def test_a_malformed_event_file_exits_2_and_writes_nothing(rc: Replctl, tmp_path: Path) -> None:
+    rc("location", "add", "A")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "ok"}\n{"key": 3}\n')
+    doc = rc.json("log", "append", "A", "--file", str(bad), expect=2)
+    assert "bad.jsonl:2" in doc["error"]["message"]
+    assert rc.json("log", "show", "A")["events"] == []
+    assert rc.json("status")["locations"][0]["seq"] == 0
+
+
+def test_anomaly_1_is_refused_and_a_legal_filtered_topology_converges(rc: Replctl) -> None:
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "A", "C")
+    rc("topology", "add", "C", "B")
+    doc = rc.json("topology", "filter", "A", "C", "--set", "key = 'e3'", expect=3)
+    assert doc["error"]["code"] == "F1"
+    # The legal variant: without C→B, A→C is a bridge and may carry the filter.
+    legal = Replctl(rc.root / "legal")
+    legal("init")
+    for name in "ABC":
+        legal("location", "add", name)
+    legal("topology", "add", "A", "B")
+    legal("topology", "add", "A", "C", "--filter", "key = 'e3'")
+    append(legal, "A", "e1", "e2", "e3")
+    legal("replicate", "A", "C")
+    legal("replicate")
+    assert legal.keys("A") == ["e1", "e2", "e3"]
+    assert legal.keys("B") == ["e1", "e2", "e3"]
+    assert legal.keys("C") == ["e3"]
+    status = {(c["source"], c["target"]): c for c in legal.json("status")["connections"]}
+    assert status[("A", "C")]["progress"] == 3  # REP2: progress advances over filtered events
+    verify_all(legal)
+
+
+def test_a_cycle_converges_and_duplicates_are_dropped_by_the_causality_filter(rc: Replctl) -> None:
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "C", "--both")
+    rc("topology", "add", "C", "A", "--both")
+    append(rc, "A", "a1", "a2")
+    append(rc, "B", "b1")
+    append(rc, "C", "c1")
+    out = rc.json("replicate")
+    assert out["ok"]
+    logs = {name: rc.keys(name) for name in "ABC"}
+    assert logs["A"][:2] == ["a1", "a2"]
+    for name in "ABC":
+        assert sorted(logs[name]) == ["a1", "a2", "b1", "c1"], logs
+    # A second run finds nothing to do.
+    again = rc.json("replicate")
+    assert all(p["written"] == 0 for p in again["passes"])
+    verify_all(rc)
+
+
+def test_history_none_delivers_only_events_emitted_after_joining(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    append(rc, "A", "old1", "old2")
+    rc("location", "add", "D")
+    rc("topology", "add", "A", "D", "--history", "none")
+    append(rc, "A", "new1")
+    rc("replicate")
+    assert rc.keys("D") == ["new1"]
+    d = next(loc for loc in rc.json("status")["locations"] if loc["name"] == "D")
+    assert d["cvv"] == {"A": 3} and d["dvv"] == {"A": 2}
+    verify_all(rc)
+
+
+def group_with_outside_location(rc: Replctl) -> None:
+    for name in ("A", "B", "D"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "group", "G", "A", "B")
+    for member in ("A", "B"):
+        rc("topology", "add", member, "D", "--filter", "key <> 'internal'")
+        rc("topology", "add", "D", member, "--filter", "key <> 'internal'")
+
+
+def test_a_redundant_group_blocks_an_event_whose_group_part_is_ahead_until_the_group_catches_up(
+        rc: Replctl) -> None:
+    group_with_outside_location(rc)
+    append(rc, "A", "g")
+    rc("replicate", "A", "D")
+    append(rc, "D", "d1")  # d1 depends on g
+    blocked = rc.json("replicate", "D", "B")["passes"][0]
+    # REP1(3): already g, D's copy of a group event, is ahead of B in the group part {A, B}: it must reach B
+    # through the group, and d1 behind it waits too.
+    assert blocked["blocked_at"] == 1 and blocked["written"] == 0
+    assert blocked["progress"] == 0  # REP2: the first event blocked, progress unchanged
+    assert rc.keys("B") == []
+    rc("replicate", "A", "B")
+    delivered = rc.json("replicate", "D", "B")["passes"][0]
+    assert delivered["blocked_at"] is None
+    assert rc.keys("B") == ["g", "d1"]
+    rc("replicate")
+    for name in ("A", "B", "D"):
+        assert sorted(rc.keys(name)) == ["d1", "g"]
+    verify_all(rc)
+
+
+def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
+        rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    append(rc, "A", "e1", "e2")
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "replicate.after-write")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("replicate", "A", "B", expect=None)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    assert rc.keys("B") == []  # the written segment is not in the catalog, so it is never read
+    rc("replicate", "A", "B")
+    assert rc.keys("B") == ["e1", "e2"]
+    verify_all(rc)
+
+
+def test_verify_names_the_first_violating_seq_of_a_corrupted_log(rc: Replctl, tmp_path: Path) -> None:
+    rc("location", "add", "A")
+    append(rc, "A", "e1", "e2")
+    verify_all(rc)
+    # Corrupt the catalog's clock for A: CVV no longer equals the LUB of the stored vts (I3).
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(rc.db_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE locations SET cvv = :v WHERE name = 'A'"), {"v": json.dumps({"A": 5})})
+    engine.dispose()
+    doc = rc.json("log", "verify", "A", expect=3)
+    assert doc["ok"] is False and doc["error"]["code"] == "I3"
