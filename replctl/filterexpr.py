@@ -1,0 +1,244 @@
+"""Connection filter expressions: parse, check and normalise Spark SQL boolean expressions (cli.md, RFC2).
+
+A filter is validated when given, without starting Spark: syntax, column names, a boolean top level, and no
+subqueries, aggregates or window functions (a filter judges one event at a time). The normalised text is what
+the catalog stores, what RFC2 compares with ``==``, and what the replication job hands to Spark's ``F.expr``.
+
+sqlglot costs about 0.1 s to import, so it is imported inside the functions: commands that take no filter (and
+``replctl --help``) never pay for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from replctl.errors import BadFilter
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+DIALECT = "spark"
+
+# The event columns a filter may read (cli.md; rules.md M2).
+ALLOWED_COLUMNS: frozenset[str] = frozenset({"origin", "origin_time", "type", "key", "tags", "payload"})
+
+# Spark functions that return a boolean but that sqlglot parses as untyped (anonymous) calls.
+_BOOLEAN_FUNCTIONS = frozenset(
+    {
+        "forall",
+        "isnull",
+        "isnotnull",
+        "isnan",
+        "arrays_overlap",
+        "equal_null",
+        "regexp",
+        "like",
+        "ilike",
+        "rlike",
+        "array_contains",
+        "exists",
+        "startswith",
+        "endswith",
+        "contains",
+        "in",
+    }
+)
+
+_MISSING_QUOTE = re.compile(r"Missing (\S+) from")
+
+
+@dataclass(frozen=True)
+class FilterExpr:
+    """A validated filter: its normalised Spark SQL text and the event columns it reads."""
+
+    normalised: str
+    columns: frozenset[str]
+
+
+def parse_filter(text: str) -> FilterExpr:
+    """Parse and validate a filter expression; raise `BadFilter` (exit 2) when it cannot be a filter.
+
+    Normalisation lower-cases column names, drops quoting and comments, and prints the expression with
+    sqlglot's Spark generator, so ``KEY  =  'e3'`` and ``key = 'e3'`` normalise to the same text.
+    """
+    from sqlglot import exp
+
+    tree = _parse(text)
+    _refuse_non_row_constructs(tree, text)
+    columns = _normalise_columns(tree, text)
+    if not _is_boolean(tree):
+        raise BadFilter(
+            f"filter {text.strip()!r} is not a boolean expression; a filter must decide true or false for "
+            "each event, e.g. key = 'e3' or array_contains(tags, 'ext')",
+            hint="compare a column with a value, e.g. --filter \"key = 'e3'\"",
+            details={"expression": text},
+        )
+    for node in tree.walk():
+        if isinstance(node, exp.Expr):
+            node.pop_comments()
+    normalised = tree.sql(dialect=DIALECT)
+    return FilterExpr(normalised=normalised, columns=frozenset(columns))
+
+
+def or_origin(normalised: str, location: str) -> str:
+    """DR3: the filter of a terminal location's recovery source, OR-ed with ``origin = '<location>'``.
+
+    Returns the normalised text of ``(<normalised>) OR origin = '<location>'``.
+    """
+    from sqlglot import exp
+
+    literal = exp.Literal.string(location).sql(dialect=DIALECT)
+    return parse_filter(f"({normalised}) OR origin = {literal}").normalised
+
+
+def _parse(text: str) -> exp.Expr:
+    import sqlglot
+    from sqlglot.errors import ParseError, TokenError
+
+    if not text.strip():
+        raise BadFilter("empty filter expression (line 1, column 1)", details={"line": 1, "column": 1})
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT)
+    except TokenError as error:
+        line, column, what = _unterminated(text)
+        raise BadFilter(
+            f"syntax error at line {line}, column {column}: {what}",
+            details={"line": line, "column": column, "expression": text},
+        ) from error
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        line = int(first.get("line") or 1)
+        end_column = int(first.get("col") or 1)
+        highlight = str(first.get("highlight") or "")
+        # sqlglot reports the column where the offending token ends; operators look for where it starts.
+        column = max(1, end_column - len(highlight) + 1)
+        description = str(first.get("description") or "cannot parse")
+        near = f" near {highlight!r}" if highlight else ""
+        raise BadFilter(
+            f"syntax error at line {line}, column {column}{near}: {_plain(description)}",
+            details={"line": line, "column": column, "expression": text},
+        ) from error
+    if tree is None:
+        raise BadFilter("empty filter expression (line 1, column 1)", details={"line": 1, "column": 1})
+    return tree
+
+
+def _plain(description: str) -> str:
+    """sqlglot's descriptions name its Python classes; keep what an operator can act on."""
+    if description.startswith("Required keyword"):
+        return "the expression is incomplete"
+    return description
+
+
+def _unterminated(text: str) -> tuple[int, int, str]:
+    """Find the quote or comment that the tokenizer could not close: (line, column, what), 1-based.
+
+    sqlglot's tokenizer error carries no reliable position, so the text is scanned here with Spark's lexical
+    rules (backslash escapes inside string literals).
+    """
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char in "'\"`":
+            end = index + 1
+            while end < len(text) and text[end] != char:
+                end += 2 if char != "`" and text[end] == "\\" else 1
+            if end >= len(text):
+                line, column = _position(text, index)
+                kind = "quoted name" if char == "`" else "string"
+                return line, column, f"unterminated {kind} starting with {char}"
+            index = end + 1
+        elif text.startswith("--", index):
+            newline = text.find("\n", index)
+            index = len(text) if newline < 0 else newline + 1
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            if end < 0:
+                line, column = _position(text, index)
+                return line, column, "unterminated comment starting with /*"
+            index = end + 2
+        else:
+            index += 1
+    line, column = _position(text, len(text))
+    return line, column, "cannot split the expression into tokens"
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    column = offset - (before.rfind("\n") + 1) + 1
+    return line, column
+
+
+def _refuse_non_row_constructs(tree: exp.Expr, text: str) -> None:
+    """A filter sees one event: no subquery, aggregate, window, statement, star or parameter."""
+    from sqlglot import exp
+
+    refused: tuple[tuple[type[exp.Expr], str], ...] = (
+        (exp.Query, "subqueries"),
+        (exp.DDL, "statements"),
+        (exp.DML, "statements"),
+        (exp.Command, "statements"),
+        (exp.Block, "several statements"),
+        (exp.AggFunc, "aggregate functions"),
+        (exp.Window, "window functions"),
+        (exp.Star, "*"),
+        (exp.Placeholder, "parameters"),
+    )
+    for node in tree.walk():
+        for kind, label in refused:
+            if isinstance(node, kind):
+                raise BadFilter(
+                    f"filter {text.strip()!r} uses {label} ({node.sql(dialect=DIALECT)}); a filter is a "
+                    "boolean expression over the columns of one event",
+                    details={"expression": text},
+                )
+
+
+def _normalise_columns(tree: exp.Expr, text: str) -> set[str]:
+    """Check every column reference against ALLOWED_COLUMNS and rewrite it lower-case and unquoted."""
+    from sqlglot import exp
+
+    columns: set[str] = set()
+    unknown: list[str] = []
+    for column in list(tree.find_all(exp.Column)):
+        qualified = bool(column.table)
+        name = column.sql(dialect=DIALECT).replace("`", "") if qualified else column.name
+        lowered = name.lower()
+        if qualified or lowered not in ALLOWED_COLUMNS:
+            if name not in unknown:
+                unknown.append(name)
+            continue
+        columns.add(lowered)
+        column.set("this", exp.to_identifier(lowered))
+    if unknown:
+        allowed = ", ".join(sorted(ALLOWED_COLUMNS))
+        plural = "s" if len(unknown) > 1 else ""
+        raise BadFilter(
+            f"unknown column{plural} {', '.join(unknown)} in filter {text.strip()!r}; allowed: {allowed}",
+            hint=f"a filter reads only the event columns {allowed}",
+            details={"unknown_columns": unknown, "allowed_columns": sorted(ALLOWED_COLUMNS)},
+        )
+    return columns
+
+
+def _is_boolean(tree: exp.Expr) -> bool:
+    """True when the expression is a predicate; AND, OR and NOT must combine predicates, not strings."""
+    from sqlglot import exp
+    from sqlglot.optimizer.annotate_types import annotate_types
+
+    node = tree
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Connector):
+        return _is_boolean(node.left) and _is_boolean(node.right)
+    if isinstance(node, exp.Not):
+        return _is_boolean(node.this)
+    if isinstance(node, exp.Anonymous):
+        return str(node.name).lower() in _BOOLEAN_FUNCTIONS
+    if isinstance(node, exp.Column):
+        return False  # no event column is boolean
+    annotated = annotate_types(node.copy(), dialect=DIALECT)
+    return annotated.type is not None and annotated.type.is_type(exp.DataType.Type.BOOLEAN)
