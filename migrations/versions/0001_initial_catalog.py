@@ -28,6 +28,7 @@ def upgrade() -> None:
         sa.Column("token", sa.BigInteger(), nullable=False),
         sa.Column("acquired_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("released_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("resource"),
     )
     op.create_table(

@@ -1,24 +1,61 @@
 """The catalog schema: SQLAlchemy 2.x typed tables.
 
 Tables are created only through the Alembic revisions in `migrations/`; a test runs `alembic check` to prove
-these models and the revisions agree. Vectors are stored as JSON objects ({location: int}).
+these models and the revisions agree. Vectors are stored as JSON objects ({location: int}); every timestamp is
+a timezone-aware UTC `datetime` on the Python side (`UtcDateTime`), whatever the backend keeps.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
 
 NAME = String(64)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """`DateTime(timezone=True)` that only accepts aware datetimes and always returns them in UTC.
+
+    SQLite has no time zone type: SQLAlchemy stores the wall-clock text and returns naive values, so the
+    value is normalised to UTC before it is stored (which also keeps the text comparable in SQL, as the
+    lease expiry check needs) and marked UTC when read. PostgreSQL returns the session's zone; it is
+    converted back to UTC so both backends give equal values.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Reject naive values (a bug: they would be read back in the wrong zone); store UTC."""
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"catalog timestamps must be timezone-aware, got naive {value!r}")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Aware UTC, whatever the backend returned."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):
     """Declarative base of every catalog table."""
 
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+        datetime: UtcDateTime(),
+    }
 
 
 class LocationRow(Base):
@@ -35,8 +72,8 @@ class LocationRow(Base):
     baseline: Mapped[dict[str, Any]] = mapped_column(default=dict)
     deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
     logical_deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column()
+    retired_at: Mapped[datetime | None] = mapped_column()
 
 
 class ConnectionRow(Base):
@@ -52,8 +89,8 @@ class ConnectionRow(Base):
     history: Mapped[str] = mapped_column(String(16))
     progress: Mapped[int] = mapped_column(BigInteger, default=0)
     reason: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
 
 
 class ChangeRow(Base):
@@ -73,7 +110,7 @@ class ChangeRow(Base):
     members: Mapped[list[Any]] = mapped_column(default=list)
     failover_from: Mapped[str | None] = mapped_column(NAME)
     failover_to: Mapped[str | None] = mapped_column(NAME)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    at: Mapped[datetime] = mapped_column()
     actor: Mapped[str | None] = mapped_column(String(128))
     reason: Mapped[str | None] = mapped_column(Text)
     operation_id: Mapped[str | None] = mapped_column(String(36))
@@ -93,7 +130,7 @@ class SegmentRow(Base):
     seq_hi: Mapped[int] = mapped_column(BigInteger)
     count: Mapped[int] = mapped_column(BigInteger)
     vt_lub: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column()
     operation_id: Mapped[str | None] = mapped_column(String(36))
 
     __table_args__ = (Index("ix_segments_location_seq", "location", "seq_lo"),)
@@ -106,7 +143,7 @@ class PendingDeletionRow(Base):
 
     location: Mapped[str] = mapped_column(NAME, ForeignKey("locations.name"), primary_key=True)
     requested_upto: Mapped[int] = mapped_column(BigInteger)
-    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    requested_at: Mapped[datetime] = mapped_column()
     blocked_by: Mapped[list[Any]] = mapped_column(default=list)
 
 
@@ -124,8 +161,8 @@ class OperationRow(Base):
     plan: Mapped[dict[str, Any]] = mapped_column(default=dict)
     outcome: Mapped[str] = mapped_column(String(16))  # running / succeeded / refused / incomplete / failed
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column()
+    ended_at: Mapped[datetime | None] = mapped_column()
 
     __table_args__ = (Index("ix_operations_started_at", "started_at"),)
 
@@ -139,11 +176,15 @@ class OperationStepRow(Base):
     index: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64))
     detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    at: Mapped[datetime] = mapped_column()
 
 
 class LeaseRow(Base):
-    """A lease on a resource ("location:A", "topology") with a fencing token."""
+    """A lease on a resource ("location:A", "topology") with a fencing token.
+
+    `token` grows by one with every grant of the resource, so a holder whose lease was taken over can tell
+    (its token is no longer the row's) and its late commits are refused.
+    """
 
     __tablename__ = "leases"
 
@@ -151,5 +192,7 @@ class LeaseRow(Base):
     holder: Mapped[str] = mapped_column(String(255))
     operation_id: Mapped[str] = mapped_column(String(36))
     token: Mapped[int] = mapped_column(BigInteger)
-    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    acquired_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+    # Set by release; the row itself stays so that the next holder's token continues the sequence.
+    released_at: Mapped[datetime | None] = mapped_column()

@@ -1,0 +1,72 @@
+"""Connections source→target with their run-time state and progress(target, source) (REP2)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection as SqlConnection
+from sqlalchemy.engine import Row
+
+from replctl.adapters.catalog.dialect import CONNECTIONS, insert
+from replctl.core.model import Connection, ConnectionState, HistoryMode
+
+
+class ConnectionQueries:
+    """The `connections` table, mapped to `Connection`."""
+
+    _conn: SqlConnection
+    _clock: Callable[[], datetime]
+
+    def connections(self) -> list[Connection]:
+        """Every connection ever made, removed ones included, by (source, target)."""
+        rows = self._conn.execute(select(CONNECTIONS).order_by(CONNECTIONS.c.source, CONNECTIONS.c.target))
+        return [connection_from_row(row) for row in rows]
+
+    def connection(self, source: str, target: str) -> Connection | None:
+        """The connection source→target, or None."""
+        row = self._conn.execute(
+            select(CONNECTIONS).where(CONNECTIONS.c.source == source, CONNECTIONS.c.target == target)
+        ).one_or_none()
+        return None if row is None else connection_from_row(row)
+
+    def put_connection(self, connection: Connection) -> None:
+        """Insert the connection, or overwrite the state of the existing source→target.
+
+        `created_at` stays as first written; `updated_at` is now.
+        """
+        now = self._clock()
+        state = {
+            "state": connection.state.value,
+            "filter": connection.filter,
+            "ever_filtered": connection.ever_filtered,
+            "history": connection.history.value,
+            "progress": connection.progress,
+            "reason": connection.reason,
+            "updated_at": now,
+        }
+        stmt = insert(self._conn, CONNECTIONS).values(
+            source=connection.source, target=connection.target, created_at=now, **state
+        )
+        self._conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=[CONNECTIONS.c.source, CONNECTIONS.c.target],
+                set_={key: stmt.excluded[key] for key in state},
+            )
+        )
+
+
+def connection_from_row(row: Row[Any]) -> Connection:
+    """A `connections` row as a `Connection`."""
+    return Connection(
+        source=row.source,
+        target=row.target,
+        state=ConnectionState(row.state),
+        filter=row.filter,
+        ever_filtered=bool(row.ever_filtered),
+        history=HistoryMode(row.history),
+        progress=int(row.progress),
+        reason=row.reason,
+    )

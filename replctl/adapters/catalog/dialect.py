@@ -1,0 +1,35 @@
+"""Statements whose spelling differs between SQLite and PostgreSQL, and the catalog's tables as Core objects.
+
+Both backends accept `INSERT ... ON CONFLICT` and `RETURNING` (SQLite since 3.35); only the construct that
+builds them is dialect-specific, so the repository asks here for the right one.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from replctl.adapters.catalog.tables import Base
+from replctl.errors import EnvironmentFailure
+
+LOCATIONS: Table = Base.metadata.tables["locations"]
+CONNECTIONS: Table = Base.metadata.tables["connections"]
+CHANGES: Table = Base.metadata.tables["topology_changes"]
+SEGMENTS: Table = Base.metadata.tables["segments"]
+PENDING_DELETIONS: Table = Base.metadata.tables["pending_deletions"]
+OPERATIONS: Table = Base.metadata.tables["operations"]
+OPERATION_STEPS: Table = Base.metadata.tables["operation_steps"]
+LEASES: Table = Base.metadata.tables["leases"]
+
+
+def insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT for `table` that supports `on_conflict_do_update`/`_nothing` on the connection's backend."""
+    name = conn.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table)
+    if name == "sqlite":
+        return sqlite.insert(table)
+    raise EnvironmentFailure(
+        f"unsupported catalog backend {name!r}", code="catalog-backend", hint="use SQLite or PostgreSQL"
+    )

@@ -1,0 +1,153 @@
+"""Building the catalog's SQLAlchemy engine and translating connection failures (exit 6).
+
+SQLite is the default catalog and PostgreSQL the one for teams; both must behave the same to the code above,
+so SQLite is set up to be as strict as PostgreSQL: foreign keys on, a write-ahead log so readers never block
+the writer, a busy timeout instead of an immediate "database is locked", and transactions that take the write
+lock when they begin (see `_begin_sqlite`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
+
+from replctl.errors import EnvironmentFailure, InvalidInput
+
+# How long a SQLite writer waits for another one before giving up (milliseconds). Steps are short
+# transactions, so a wait this long means something is stuck, not busy.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# Seconds to wait for a PostgreSQL server to accept a connection, unless the URL says otherwise: without it
+# an unreachable host (dropped packets) would hang every command for minutes instead of exiting 6.
+PG_CONNECT_TIMEOUT_S = 10
+
+# Execution option that lets a read-only transaction on SQLite start deferred (no write lock).
+SQLITE_DEFERRED = "replctl_sqlite_deferred"
+
+_UNREACHABLE_HINT = "check --db / REPLCTL_DB and that the database server is running and reachable"
+
+
+def parse_url(url: str | URL) -> URL:
+    """The SQLAlchemy URL of a catalog; a bare `postgresql://` or `postgres://` means psycopg 3.
+
+    SQLAlchemy's default PostgreSQL driver is psycopg2, which replctl does not ship; operators write the
+    URL their other tools accept, so the driver is filled in here.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise InvalidInput(
+            f"not a database URL: {url!s}", code="bad-db-url", hint="e.g. sqlite:///path/catalog.db"
+        ) from exc
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def safe_url(url: str | URL) -> str:
+    """The URL as it may be printed: the password masked."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def sqlite_path(url: URL) -> Path | None:
+    """The file of a SQLite catalog, or None for other backends and in-memory databases."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def make_engine(url: str | URL) -> Engine:
+    """An engine for the catalog at `url`; creates the folder of a SQLite file.
+
+    Nothing connects yet (SQLAlchemy connects lazily); wrap the first use in `translate_errors` so an
+    unreachable catalog becomes an `EnvironmentFailure` (exit 6).
+    """
+    parsed = parse_url(url)
+    path = sqlite_path(parsed)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EnvironmentFailure(
+                f"cannot create the folder of the catalog {path}: {exc}", code="catalog-unreachable"
+            ) from exc
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    try:
+        engine = create_engine(parsed, connect_args=connect_args)
+    except (NoSuchModuleError, ArgumentError) as exc:
+        raise InvalidInput(
+            f"unsupported database URL {safe_url(parsed)}: {exc}",
+            code="bad-db-url",
+            hint="use sqlite:///PATH or postgresql://USER@HOST/DB",
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _configure_sqlite)
+        event.listen(engine, "begin", _begin_sqlite)
+    return engine
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # The driver's own transaction handling would skip BEGIN before SELECT and DDL (legacy mode), so reads
+    # would not be repeatable and migrations not atomic; it is switched off and `_begin_sqlite` emits BEGIN.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+    finally:
+        cursor.close()
+
+
+def _begin_sqlite(conn: Connection) -> None:
+    # BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that reads and then writes can
+    # fail at once with SQLITE_BUSY when another writer got in between (the busy timeout does not apply to
+    # that case), while an immediate one simply waits its turn. That is the serialisation leases rely on.
+    if conn.get_execution_options().get(SQLITE_DEFERRED):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextmanager
+def translate_errors(url: str | URL) -> Iterator[None]:
+    """Turn database errors raised inside the block into `EnvironmentFailure` (exit 6), chained.
+
+    `OperationalError`/`InterfaceError` mean the catalog could not be reached or used (server down, wrong
+    credentials, locked file); any other driver error means the catalog is not in the state this replctl
+    expects (a missing table, a violated constraint), which is also an environment problem for the caller.
+    """
+    try:
+        yield
+    except (OperationalError, InterfaceError) as exc:
+        raise EnvironmentFailure(
+            f"catalog {safe_url(url)} is unreachable: {_reason(exc)}",
+            code="catalog-unreachable",
+            hint=_UNREACHABLE_HINT,
+        ) from exc
+    except DBAPIError as exc:
+        raise EnvironmentFailure(
+            f"catalog {safe_url(url)} refused a statement: {_reason(exc)}",
+            code="catalog-inconsistent",
+            hint="run: replctl db current",
+        ) from exc
+
+
+def _reason(exc: DBAPIError) -> str:
+    # The driver's own message, first line only: SQLAlchemy's text adds the statement and its parameters.
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

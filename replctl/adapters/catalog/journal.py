@@ -1,0 +1,159 @@
+"""The operation journal: who ran what, where, why, the plan, each completed step, and how it ended."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Row
+
+from replctl.adapters.catalog.dialect import OPERATION_STEPS, OPERATIONS
+from replctl.core.journal import Operation, OperationStep, Outcome
+from replctl.errors import UnknownName
+
+
+class JournalQueries:
+    """The `operations` and `operation_steps` tables, mapped to `Operation` and `OperationStep`."""
+
+    _conn: Connection
+    _clock: Callable[[], datetime]
+
+    def begin_operation(
+        self,
+        command: str,
+        args: Mapping[str, Any],
+        actor: str | None,
+        host: str | None,
+        reason: str | None,
+    ) -> str:
+        """Journal the start of an operation (outcome `running`); returns its new id (a UUID)."""
+        op_id = str(uuid.uuid4())
+        self._conn.execute(
+            OPERATIONS.insert().values(
+                id=op_id,
+                command=command,
+                args=dict(args),
+                actor=actor,
+                host=host,
+                reason=reason,
+                plan={},
+                outcome=Outcome.RUNNING.value,
+                error=None,
+                started_at=self._clock(),
+                ended_at=None,
+            )
+        )
+        return op_id
+
+    def record_step(self, operation_id: str, name: str, detail: Mapping[str, Any]) -> OperationStep:
+        """Journal a completed step; commit it in the transaction that made its effect."""
+        self._require(operation_id)
+        last = self._conn.execute(
+            select(func.max(OPERATION_STEPS.c.index)).where(OPERATION_STEPS.c.operation_id == operation_id)
+        ).scalar_one()
+        step = OperationStep(operation_id, int(last or 0) + 1, name, dict(detail), self._clock())
+        self._conn.execute(
+            OPERATION_STEPS.insert().values(
+                operation_id=operation_id, index=step.index, name=name, detail=dict(detail), at=step.at
+            )
+        )
+        return step
+
+    def set_plan(self, operation_id: str, plan: Mapping[str, Any]) -> None:
+        """Record the plan the operation is about to execute."""
+        self._update(operation_id, plan=dict(plan))
+
+    def finish_operation(
+        self, operation_id: str, outcome: Outcome | str, error: Mapping[str, Any] | None = None
+    ) -> None:
+        """Record how the operation ended and when; `error` is the JSON `error` object, if any."""
+        ended = Outcome(outcome)
+        if ended is Outcome.RUNNING:
+            raise ValueError("an operation cannot finish as `running`")
+        self._update(
+            operation_id,
+            outcome=ended.value,
+            error=dict(error) if error is not None else None,
+            ended_at=self._clock(),
+        )
+
+    def operations(self, limit: int = 50) -> list[Operation]:
+        """The latest `limit` operations, newest first, each with its steps."""
+        rows = list(
+            self._conn.execute(
+                select(OPERATIONS).order_by(OPERATIONS.c.started_at.desc(), OPERATIONS.c.id).limit(limit)
+            )
+        )
+        steps = self._steps([row.id for row in rows])
+        return [operation_from_row(row, steps.get(row.id, ())) for row in rows]
+
+    def operation(self, operation_id: str) -> Operation | None:
+        """The operation with this id and its steps, or None."""
+        row = self._conn.execute(select(OPERATIONS).where(OPERATIONS.c.id == operation_id)).one_or_none()
+        if row is None:
+            return None
+        return operation_from_row(row, self._steps([operation_id]).get(operation_id, ()))
+
+    def _steps(self, ids: list[str]) -> dict[str, tuple[OperationStep, ...]]:
+        if not ids:
+            return {}
+        found: dict[str, list[OperationStep]] = defaultdict(list)
+        rows = self._conn.execute(
+            select(OPERATION_STEPS)
+            .where(OPERATION_STEPS.c.operation_id.in_(ids))
+            .order_by(OPERATION_STEPS.c.operation_id, OPERATION_STEPS.c.index)
+        )
+        for row in rows:
+            found[row.operation_id].append(
+                OperationStep(
+                    # `row.index` is the tuple method, hence the mapping.
+                    row.operation_id,
+                    int(row._mapping["index"]),
+                    row.name,
+                    row.detail or {},
+                    row.at,
+                )
+            )
+        return {op_id: tuple(steps) for op_id, steps in found.items()}
+
+    def _require(self, operation_id: str) -> None:
+        exists = self._conn.execute(
+            select(OPERATIONS.c.id).where(OPERATIONS.c.id == operation_id)
+        ).one_or_none()
+        if exists is None:
+            raise _unknown(operation_id)
+
+    def _update(self, operation_id: str, **values: Any) -> None:
+        result = self._conn.execute(
+            OPERATIONS.update().where(OPERATIONS.c.id == operation_id).values(**values)
+        )
+        if result.rowcount == 0:
+            raise _unknown(operation_id)
+
+
+def _unknown(operation_id: str) -> UnknownName:
+    return UnknownName(
+        f"no operation {operation_id} in the journal", code="unknown-operation", hint="run: replctl ops list"
+    )
+
+
+def operation_from_row(row: Row[Any], steps: tuple[OperationStep, ...]) -> Operation:
+    """An `operations` row and its steps as an `Operation`."""
+    return Operation(
+        id=row.id,
+        command=row.command,
+        args=row.args or {},
+        actor=row.actor,
+        host=row.host,
+        reason=row.reason,
+        plan=row.plan or {},
+        outcome=Outcome(row.outcome),
+        error=row.error,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        steps=steps,
+    )

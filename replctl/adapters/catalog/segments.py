@@ -1,0 +1,91 @@
+"""The segments of every log: immutable Parquet files with their seq range, count and vt LUB."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Row
+
+from replctl.adapters.catalog.dialect import SEGMENTS
+from replctl.core.model import Segment
+from replctl.core.vectortime import VectorTime
+
+
+class SegmentQueries:
+    """The `segments` table, mapped to `Segment`."""
+
+    _conn: Connection
+    _clock: Callable[[], datetime]
+
+    def segments(self, location: str) -> list[Segment]:
+        """The committed segments of `location`'s log, in seq order."""
+        rows = self._conn.execute(
+            select(SEGMENTS).where(SEGMENTS.c.location == location).order_by(SEGMENTS.c.seq_lo, SEGMENTS.c.id)
+        )
+        return [segment_from_row(row) for row in rows]
+
+    # The arguments follow the columns of a segment row, in order; callers pass them that way.
+    def add_segment(  # noqa: PLR0917
+        self,
+        location: str,
+        path: str,
+        seq_lo: int,
+        seq_hi: int,
+        count: int,
+        vt_lub: Mapping[str, int],
+        operation_id: str | None,
+    ) -> Segment:
+        """Commit a written segment file (path relative to the store root) to `location`'s log."""
+        if seq_lo > seq_hi or count < 0:
+            raise ValueError(f"bad segment range {seq_lo}..{seq_hi} with {count} events for {path}")
+        lub = VectorTime(vt_lub)
+        new_id = self._conn.execute(
+            SEGMENTS.insert()
+            .values(
+                location=location,
+                path=path,
+                seq_lo=seq_lo,
+                seq_hi=seq_hi,
+                count=count,
+                vt_lub=lub.to_dict(),
+                created_at=self._clock(),
+                operation_id=operation_id,
+            )
+            .returning(SEGMENTS.c.id)
+        ).scalar_one()
+        return Segment(
+            id=int(new_id),
+            location=location,
+            path=path,
+            seq_lo=seq_lo,
+            seq_hi=seq_hi,
+            count=count,
+            vt_lub=lub,
+        )
+
+    def delete_segments(self, ids: Iterable[int]) -> int:
+        """Forget the given segments (their files become garbage); returns how many rows went."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return 0
+        return self._conn.execute(SEGMENTS.delete().where(SEGMENTS.c.id.in_(wanted))).rowcount
+
+    def segment_paths(self) -> set[str]:
+        """Every path a committed segment points to; any other file in the store is garbage."""
+        return {str(path) for path in self._conn.execute(select(SEGMENTS.c.path)).scalars()}
+
+
+def segment_from_row(row: Row[Any]) -> Segment:
+    """A `segments` row as a `Segment`."""
+    return Segment(
+        id=int(row.id),
+        location=row.location,
+        path=row.path,
+        seq_lo=int(row.seq_lo),
+        seq_hi=int(row.seq_hi),
+        count=int(row._mapping["count"]),  # `row.count` is the tuple method
+        vt_lub=VectorTime.parse(row.vt_lub),
+    )

@@ -1,0 +1,157 @@
+"""Alembic revisions against real catalogs: upgrade, drift check (`alembic check`), and the currency gate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from replctl.adapters.catalog import migrate
+from replctl.adapters.catalog.engine import make_engine
+from replctl.adapters.catalog.tables import Base
+from replctl.errors import CatalogOutdated, EnvironmentFailure
+
+
+def _revision(url: str) -> str | None:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return migrate.current_revision(conn)
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_creates_every_table_and_records_the_head_revision(catalog_url: str) -> None:
+    assert _revision(catalog_url) is None
+    migrate.upgrade(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+    finally:
+        engine.dispose()
+    assert set(Base.metadata.tables) | {migrate.VERSION_TABLE} == tables
+    assert _revision(catalog_url) == migrate.head_revision()
+
+
+def test_upgrading_a_current_catalog_changes_nothing(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    migrate.upgrade(catalog_url)
+    assert _revision(catalog_url) == migrate.head_revision()
+
+
+def test_alembic_check_finds_no_drift_between_models_and_revisions(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    assert migrate.check_drift(catalog_url) == []
+
+
+def test_alembic_check_reports_a_catalog_that_differs_from_the_models(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP INDEX ix_segments_location_seq"))
+        diffs = migrate.check_drift(engine)
+    finally:
+        engine.dispose()
+    assert [(diff[0], diff[1].name) for diff in diffs] == [("add_index", "ix_segments_location_seq")]
+
+
+def test_the_code_expects_the_newest_revision_script() -> None:
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD
+
+
+def test_a_catalog_at_head_passes_the_currency_check(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        migrate.ensure_current(engine)
+    finally:
+        engine.dispose()
+
+
+def test_a_catalog_downgraded_to_base_is_outdated_and_asks_for_db_upgrade(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    migrate.downgrade(catalog_url, "base")
+    engine = make_engine(catalog_url)
+    try:
+        with pytest.raises(CatalogOutdated) as caught:
+            migrate.ensure_current(engine)
+    finally:
+        engine.dispose()
+    assert caught.value.exit_code == 6
+    assert caught.value.hint == "run: replctl db upgrade"
+
+
+def test_a_catalog_stamped_at_an_older_revision_is_outdated(catalog_url: str) -> None:
+    # Stands in for a catalog left behind by an older replctl: a version row naming a revision before head.
+    migrate.upgrade(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"DELETE FROM {migrate.VERSION_TABLE}"))
+        with pytest.raises(CatalogOutdated, match="needs 0001"):
+            migrate.ensure_current(engine)
+        with pytest.raises(CatalogOutdated):
+            migrate.check_drift(engine)
+    finally:
+        engine.dispose()
+
+
+def test_a_catalog_from_a_newer_replctl_asks_to_upgrade_replctl_not_the_catalog(catalog_url: str) -> None:
+    migrate.upgrade(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"UPDATE {migrate.VERSION_TABLE} SET version_num = '9999'"))
+        with pytest.raises(EnvironmentFailure) as caught:
+            migrate.ensure_current(engine)
+    finally:
+        engine.dispose()
+    assert not isinstance(caught.value, CatalogOutdated)
+    assert caught.value.code == "catalog-newer"
+    assert "9999" in caught.value.message
+
+
+def test_an_empty_database_asks_for_replctl_init(catalog_url: str) -> None:
+    engine = make_engine(catalog_url)
+    try:
+        with pytest.raises(EnvironmentFailure) as caught:
+            migrate.ensure_current(engine)
+    finally:
+        engine.dispose()
+    assert not isinstance(caught.value, CatalogOutdated)
+    assert caught.value.exit_code == 6
+    assert caught.value.hint == "run: replctl init"
+
+
+def test_checking_and_using_a_current_catalog_does_not_import_alembic(sqlite_url: str) -> None:
+    migrate.upgrade(sqlite_url)
+    # A fresh interpreter: this one imported Alembic already.
+    program = textwrap.dedent(
+        f"""
+        import sys
+        from replctl.adapters.catalog.migrate import ensure_current
+        from replctl.adapters.catalog.repository import Catalog
+
+        with Catalog({sqlite_url!r}) as catalog:
+            ensure_current(catalog.engine)
+            with catalog.transaction() as tx:
+                tx.locations()
+        loaded = sorted(m for m in sys.modules if m == "alembic" or m.startswith("alembic."))
+        assert not loaded, loaded
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=False,
+        # The repository root, so replctl imports even where it is not installed.
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
