@@ -72,7 +72,7 @@ def _resolve_db(url: str, base: Path) -> str:
     # A relative SQLite path would otherwise depend on where the operator stands.
     prefix = "sqlite:///"
     if url.startswith(prefix) and not url.startswith(prefix + "/") and url != "sqlite://":
-        return prefix + str((base / url[len(prefix):]).resolve())
+        return prefix + str((base / url[len(prefix) :]).resolve())
     return url
 
 
@@ -93,7 +93,9 @@ def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...
     return tuple(parsed)
 
 
-def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+def resolve(
+    flags: Mapping[str, Any], env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> Settings:
     """Merge flags, environment, config file and defaults into `Settings`."""
     env = os.environ if env is None else env
     cwd = cwd or Path.cwd()
@@ -108,8 +110,11 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None, cwd:
     if config_path is not None and not config_path.is_absolute():
         config_path = (cwd / config_path).resolve()
     if config_path is not None and not config_path.is_file():
-        raise InvalidInput(f"config file {config_path} does not exist", code="bad-config",
-                           hint="create it, or drop --config / REPLCTL_CONFIG")
+        raise InvalidInput(
+            f"config file {config_path} does not exist",
+            code="bad-config",
+            hint="create it, or drop --config / REPLCTL_CONFIG",
+        )
     file_values = _load_file(config_path) if config_path else {}
     base = config_path.parent if config_path else cwd
 
@@ -131,8 +136,10 @@ def resolve(flags: Mapping[str, Any], env: Mapping[str, str] | None = None, cwd:
 
     conf = dict(parse_conf([f"{k}={v}" for k, v in file_values.get("spark_conf", {}).items()]))
     conf.update(parse_conf(flags.get("spark_conf") or ()))
-    origins["spark_conf"] = Setting(conf, "flag" if flags.get("spark_conf") else
-                                    ("config" if file_values.get("spark_conf") else "default"))
+    origins["spark_conf"] = Setting(
+        conf,
+        "flag" if flags.get("spark_conf") else ("config" if file_values.get("spark_conf") else "default"),
+    )
     origins["config"] = Setting(str(config_path) if config_path else None, config_origin)
 
     db = _resolve_db(str(values["db"]), base)

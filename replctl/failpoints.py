@@ -11,7 +11,7 @@ import os
 import signal
 
 
-class FailpointCrash(BaseException):  # noqa: N818 - it models a crash, not an error to handle
+class FailpointCrash(BaseException):
     """Raised at a failpoint in `raise` mode; derives from BaseException so no handler swallows it."""
 
 

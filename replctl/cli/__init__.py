@@ -18,8 +18,16 @@ from replctl.cli.output import emit_error
 from replctl.config import resolve
 from replctl.errors import ReplctlError
 
-_VALUE_OPTIONS = {"--config", "--db", "--store", "--spark-master", "--spark-remote", "--spark-conf", "--output",
-                  "--reason"}
+_VALUE_OPTIONS = {
+    "--config",
+    "--db",
+    "--store",
+    "--spark-master",
+    "--spark-remote",
+    "--spark-conf",
+    "--output",
+    "--reason",
+}
 _FLAG_OPTIONS = {"--json", "--yes"}
 
 
@@ -34,12 +42,10 @@ def hoist_global_options(args: list[str]) -> list[str]:
             rest.extend(args[i:])
             break
         name = arg.split("=", 1)[0]
-        if arg in _FLAG_OPTIONS:
-            lifted.append(arg)
-        elif name in _VALUE_OPTIONS and "=" in arg:
+        if arg in _FLAG_OPTIONS or (name in _VALUE_OPTIONS and "=" in arg):
             lifted.append(arg)
         elif arg in _VALUE_OPTIONS and i + 1 < len(args):
-            lifted.extend(args[i:i + 2])
+            lifted.extend(args[i : i + 2])
             i += 1
         else:
             rest.append(arg)
@@ -50,7 +56,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
 class RootGroup(TyperGroup):
     """The root group: accepts global options after the sub-command too."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    # The context type is Typer's vendored Click context, which Typer does not export; Any keeps the override
+    # compatible without importing a private module.
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(list(args)))
 
 
@@ -74,24 +82,46 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    config: Annotated[Path | None, typer.Option("--config", metavar="PATH", help="Config file (env REPLCTL_CONFIG).")] = None,
-    db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Catalog SQLAlchemy URL (env REPLCTL_DB).")] = None,
-    store: Annotated[str | None, typer.Option("--store", metavar="URI", help="Log store root (env REPLCTL_STORE).")] = None,
-    spark_master: Annotated[str | None, typer.Option("--spark-master", metavar="URL", help="Spark master URL.")] = None,
-    spark_remote: Annotated[str | None, typer.Option("--spark-remote", metavar="URL", help="Spark Connect sc://HOST:PORT.")
-                            ] = None,
-    spark_conf: Annotated[list[str] | None, typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark setting, repeatable.")] = None,
-    output: Annotated[str | None, typer.Option("--output", metavar="text|json", help="text or json (env REPLCTL_OUTPUT).")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", metavar="PATH", help="Config file (env REPLCTL_CONFIG).")
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", metavar="URL", help="Catalog SQLAlchemy URL (env REPLCTL_DB).")
+    ] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", metavar="URI", help="Log store root (env REPLCTL_STORE).")
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", metavar="URL", help="Spark master URL.")
+    ] = None,
+    spark_remote: Annotated[
+        str | None, typer.Option("--spark-remote", metavar="URL", help="Spark Connect sc://HOST:PORT.")
+    ] = None,
+    spark_conf: Annotated[
+        list[str] | None, typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark setting, repeatable.")
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", metavar="text|json", help="text or json (env REPLCTL_OUTPUT).")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Same as --output json.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Answer yes to prompts.")] = False,
-    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT", help="Why; kept in the journal.")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", metavar="TEXT", help="Why; kept in the journal.")
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Administer causally consistent, geo-replicated event logs."""
-    flags: dict[str, Any] = {"config": config, "db": db, "store": store, "spark_master": spark_master,
-                             "spark_remote": spark_remote, "spark_conf": spark_conf or [],
-                             "output": "json" if json_output else output}
+    flags: dict[str, Any] = {
+        "config": config,
+        "db": db,
+        "store": store,
+        "spark_master": spark_master,
+        "spark_remote": spark_remote,
+        "spark_conf": spark_conf or [],
+        "output": "json" if json_output else output,
+    }
     try:
         settings = resolve(flags)
     except ReplctlError as exc:

@@ -13,8 +13,11 @@ from replctl.cli.output import emit_error, emit_json, stderr
 from replctl.errors import ReplctlError
 
 
-def run(ctx: typer.Context, action: Callable[[AppContext], Any],
-        render: Callable[[AppContext, Any], int | None] | None = None) -> NoReturn:
+def run(
+    ctx: typer.Context,
+    action: Callable[[AppContext], Any],
+    render: Callable[[AppContext, Any], int | None] | None = None,
+) -> NoReturn:
     """Run one command: call the service, render its outcome, exit with the contract's code."""
     app_ctx: AppContext = ctx.obj
     code = 0
@@ -29,8 +32,16 @@ def run(ctx: typer.Context, action: Callable[[AppContext], Any],
         raise
     except Exception as exc:  # a bug: say so plainly, keep the traceback for the report
         if app_ctx.json:
-            emit_json({"ok": False, "error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}",
-                                              "hint": "this is a bug in replctl; please report it"}})
+            emit_json(
+                {
+                    "ok": False,
+                    "error": {
+                        "code": "internal",
+                        "message": f"{type(exc).__name__}: {exc}",
+                        "hint": "this is a bug in replctl; please report it",
+                    },
+                }
+            )
         else:
             stderr().print(traceback.format_exc(), markup=False)
             stderr().print(f"internal error: {type(exc).__name__}: {exc}", markup=False)

@@ -19,14 +19,15 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 
 
 @log_app.command("append")
-def append(ctx: typer.Context, location: str,
-           event: Annotated[list[str] | None, typer.Option("--event", help="An event as JSON; repeatable.")
-                            ] = None,
-           file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")
-                           ] = None,
-           generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
-           seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
-           dry_run: DryRun = False) -> None:
+def append(
+    ctx: typer.Context,
+    location: str,
+    event: Annotated[list[str] | None, typer.Option("--event", help="An event as JSON; repeatable.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")] = None,
+    generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
+    dry_run: DryRun = False,
+) -> None:
     """Append events at a read-write location (EM1 assigns seq, origin, origin_time and vt)."""
 
     def action(app: AppContext) -> Any:
@@ -40,19 +41,25 @@ def append(ctx: typer.Context, location: str,
             emit_json({"ok": True, **out})
         elif out["dry_run"]:
             count = out["appended"] or "the file's"
-            stdout().print(f"would append {count} event(s) to {location} from seq {out['seq_from']}",
-                           markup=False)
+            stdout().print(
+                f"would append {count} event(s) to {location} from seq {out['seq_from']}", markup=False
+            )
         else:
-            stdout().print(f"appended {out['appended']} event(s) to {location}: seq {out['seq_from']}.."
-                           f"{out['seq_to']}", markup=False)
+            stdout().print(
+                f"appended {out['appended']} event(s) to {location}: seq {out['seq_from']}..{out['seq_to']}",
+                markup=False,
+            )
 
     run(ctx, action, render)
 
 
 @log_app.command("show")
-def show(ctx: typer.Context, location: str,
-         from_seq: Annotated[int, typer.Option("--from", min=0, help="First seq to show.")] = 0,
-         limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None) -> None:
+def show(
+    ctx: typer.Context,
+    location: str,
+    from_seq: Annotated[int, typer.Option("--from", min=0, help="First seq to show.")] = 0,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None,
+) -> None:
     """The physically stored events of a log in seq order."""
 
     def action(app: AppContext) -> Any:
@@ -64,14 +71,31 @@ def show(ctx: typer.Context, location: str,
         if app.json:
             emit_json({"ok": True, **out})
             return
-        table = Table("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload",
-                      title=f"{location}: seq {out['seq']}, deleted up to {out['deleted_upto']} "
-                            f"(logically {out['logical_deleted_upto']})")
+        table = Table(
+            "seq",
+            "origin",
+            "origin_time",
+            "vt",
+            "type",
+            "key",
+            "tags",
+            "payload",
+            title=f"{location}: seq {out['seq']}, deleted up to {out['deleted_upto']} "
+            f"(logically {out['logical_deleted_upto']})",
+        )
         for e in out["events"]:
             vt = "{" + ",".join(f"{k}:{v}" for k, v in sorted(e["vt"].items())) + "}"
             hidden = e["seq"] <= out["logical_deleted_upto"]
-            table.add_row(str(e["seq"]) + ("*" if hidden else ""), e["origin"], str(e["origin_time"]), vt,
-                          e["type"] or "", e["key"] or "", ",".join(e["tags"] or []), e["payload"] or "")
+            table.add_row(
+                str(e["seq"]) + ("*" if hidden else ""),
+                e["origin"],
+                str(e["origin_time"]),
+                vt,
+                e["type"] or "",
+                e["key"] or "",
+                ",".join(e["tags"] or []),
+                e["payload"] or "",
+            )
         stdout().print(table)
 
     run(ctx, action, render)
@@ -94,8 +118,11 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
             if failed:
                 first = bad[0]["violations"][0] if bad else out["topology"][0]
                 where = f"{bad[0]['location']}: " if bad else ""
-                doc["error"] = {"code": first["invariant"], "message": where + first["message"],
-                                "hint": "inspect it with: replctl log show " + (bad[0]["location"] if bad else "")}
+                doc["error"] = {
+                    "code": first["invariant"],
+                    "message": where + first["message"],
+                    "hint": "inspect it with: replctl log show " + (bad[0]["location"] if bad else ""),
+                }
             emit_json(doc)
         else:
             console = stdout()
@@ -104,8 +131,9 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
                     console.print(f"{log['location']}: ok (I1–I7)", markup=False)
                 for v in log["violations"]:
                     at = f" at seq {v['seq']}" if v["seq"] is not None else ""
-                    console.print(f"{log['location']}: violation [{v['invariant']}]{at}: {v['message']}",
-                                  markup=False)
+                    console.print(
+                        f"{log['location']}: violation [{v['invariant']}]{at}: {v['message']}", markup=False
+                    )
             for v in out["topology"]:
                 console.print(f"topology: violation [I6/{v['code']}]: {v['message']}", markup=False)
         return 3 if failed else 0
@@ -113,54 +141,88 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
     run(ctx, action, render)
 
 
-def replicate(ctx: typer.Context,
-              endpoints: Annotated[list[str] | None, typer.Argument(metavar="[SRC DST]",
-                                                                    help="One connection; default: all.")
-                                   ] = None,
-              dry_run: DryRun = False) -> None:
+def replicate(
+    ctx: typer.Context,
+    endpoints: Annotated[
+        list[str] | None, typer.Argument(metavar="[SRC DST]", help="One connection; default: all.")
+    ] = None,
+    dry_run: DryRun = False,
+) -> None:
     """One pass over SRC→DST, or every connection until nothing changes."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import replication
 
         if endpoints and len(endpoints) != 2:
-            raise InvalidInput("give both SRC and DST, or neither", code="bad-option",
-                               hint="replctl replicate A B   or   replctl replicate")
+            raise InvalidInput(
+                "give both SRC and DST, or neither",
+                code="bad-option",
+                hint="replctl replicate A B   or   replctl replicate",
+            )
         if endpoints:
-            return replication.replicate_one(app.catalog(), app.engine(), endpoints[0], endpoints[1],
-                                             reason=app.reason, dry_run=dry_run)
+            return replication.replicate_one(
+                app.catalog(), app.engine(), endpoints[0], endpoints[1], reason=app.reason, dry_run=dry_run
+            )
         return replication.replicate_all(app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run)
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
             emit_json({"ok": True, **out})
             return
-        table = Table("connection", "state", "action", "examined", "written", "skipped (causal/filter)",
-                      "blocked at", "progress", "why")
+        table = Table(
+            "connection",
+            "state",
+            "action",
+            "examined",
+            "written",
+            "skipped (causal/filter)",
+            "blocked at",
+            "progress",
+            "why",
+        )
         for p in out["passes"]:
-            table.add_row(f"{p['source']}→{p['target']}", p["state"], p["action"], str(p["examined"]),
-                          str(p["written"]), f"{p['skipped_causal']}/{p['skipped_filter']}",
-                          "" if p["blocked_at"] is None else str(p["blocked_at"]), str(p["progress"]),
-                          p["reason"] or "")
+            table.add_row(
+                f"{p['source']}→{p['target']}",
+                p["state"],
+                p["action"],
+                str(p["examined"]),
+                str(p["written"]),
+                f"{p['skipped_causal']}/{p['skipped_filter']}",
+                "" if p["blocked_at"] is None else str(p["blocked_at"]),
+                str(p["progress"]),
+                p["reason"] or "",
+            )
         stdout().print(table)
 
     run(ctx, action, render)
 
 
-def delete(ctx: typer.Context, location: str,
-           upto: Annotated[int | None, typer.Option("--upto", help="Delete the prefix seq ≤ SEQ.")] = None,
-           older_than: Annotated[str | None, typer.Option("--older-than", metavar="AGE",
-                                                          help="Cut at the last event older than AGE (30d, 12h).")
-                                 ] = None,
-           logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
-           dry_run: DryRun = False) -> None:
+def delete(
+    ctx: typer.Context,
+    location: str,
+    upto: Annotated[int | None, typer.Option("--upto", help="Delete the prefix seq ≤ SEQ.")] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
+    ] = None,
+    logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
+    dry_run: DryRun = False,
+) -> None:
     """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import deletion
 
-        return deletion.delete(app.catalog(), app.engine(), location, upto=upto, older_than=older_than,
-                               logical=logical, reason=app.reason, dry_run=dry_run)
+        return deletion.delete(
+            app.catalog(),
+            app.engine(),
+            location,
+            upto=upto,
+            older_than=older_than,
+            logical=logical,
+            reason=app.reason,
+            dry_run=dry_run,
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
         code = 5 if out["pending"] and not out["dry_run"] else 0
@@ -174,13 +236,21 @@ def delete(ctx: typer.Context, location: str,
             if would:
                 console.print(f"would delete seq {would['from']}..{would['upto']} physically", markup=False)
         else:
-            console.print(f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
-                          f"{out['deleted_upto']}; DVV {out['dvv']}", markup=False)
+            console.print(
+                f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
+                f"{out['deleted_upto']}; DVV {out['dvv']}",
+                markup=False,
+            )
         for b in out["blocked_by"]:
-            console.print(f"waits [DEL3]: {b['target']} still needs seq {b['first_blocked_seq']}", markup=False)
+            console.print(
+                f"waits [DEL3]: {b['target']} still needs seq {b['first_blocked_seq']}", markup=False
+            )
         if out["pending"]:
-            console.print(f"the rest waits; it is retried after every replicate run (hint: replctl replicate, "
-                          f"then replctl delete {location} --upto {out['requested_upto']})", markup=False)
+            console.print(
+                f"the rest waits; it is retried after every replicate run (hint: replctl replicate, "
+                f"then replctl delete {location} --upto {out['requested_upto']})",
+                markup=False,
+            )
         return code
 
     run(ctx, action, render)

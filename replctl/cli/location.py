@@ -20,9 +20,14 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change;
 
 
 @app.command("add")
-def add(ctx: typer.Context, name: str,
-        role: Annotated[Role, typer.Option("--role", help="read-write, hub or read-only (M1).")] = Role.READ_WRITE,
-        dry_run: DryRun = False) -> None:
+def add(
+    ctx: typer.Context,
+    name: str,
+    role: Annotated[
+        Role, typer.Option("--role", help="read-write, hub or read-only (M1).")
+    ] = Role.READ_WRITE,
+    dry_run: DryRun = False,
+) -> None:
     """Add a location with its own empty log (M1: a name is never reused)."""
 
     def action(app: AppContext) -> Any:
@@ -47,8 +52,15 @@ def list_(ctx: typer.Context) -> None:
             return
         table = Table("name", "role", "state", "seq", "cvv", "dvv", "deleted_upto")
         for loc in locations:
-            table.add_row(loc.name, loc.role.value, loc.state.value, str(loc.seq), str(loc.cvv), str(loc.dvv),
-                          str(loc.deleted_upto))
+            table.add_row(
+                loc.name,
+                loc.role.value,
+                loc.state.value,
+                str(loc.seq),
+                str(loc.cvv),
+                str(loc.dvv),
+                str(loc.deleted_upto),
+            )
         stdout().print(table)
 
     run(ctx, action, render)
@@ -62,41 +74,66 @@ def show(ctx: typer.Context, name: str) -> None:
         with app.catalog().transaction() as tx:
             loc = tx.location(name)
             if loc is None:
-                raise UnknownName(f"unknown location {name!r}", code="unknown-location",
-                                  hint="list them with: replctl location list")
+                raise UnknownName(
+                    f"unknown location {name!r}",
+                    code="unknown-location",
+                    hint="list them with: replctl location list",
+                )
             conns = [c for c in tx.connections() if name in (c.source, c.target)]
             segments = tx.segments(name)
         return loc, conns, segments
 
     def render(app: AppContext, out: Any) -> None:
         loc, conns, segments = out
-        doc = {"ok": True, **location_json(loc),
-               "connections": [{"source": c.source, "target": c.target, "state": c.state.value,
-                                "filter": c.filter, "progress": c.progress} for c in conns],
-               "segments": [{"path": s.path, "seq_lo": s.seq_lo, "seq_hi": s.seq_hi, "count": s.count}
-                            for s in segments]}
+        doc = {
+            "ok": True,
+            **location_json(loc),
+            "connections": [
+                {
+                    "source": c.source,
+                    "target": c.target,
+                    "state": c.state.value,
+                    "filter": c.filter,
+                    "progress": c.progress,
+                }
+                for c in conns
+            ],
+            "segments": [
+                {"path": s.path, "seq_lo": s.seq_lo, "seq_hi": s.seq_hi, "count": s.count} for s in segments
+            ],
+        }
         if app.json:
             emit_json(doc)
             return
         console = stdout()
-        console.print(f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={loc.cvv} "
-                      f"dvv={loc.dvv} deleted_upto={loc.deleted_upto} "
-                      f"logical_deleted_upto={loc.logical_deleted_upto}", markup=False)
+        console.print(
+            f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={loc.cvv} "
+            f"dvv={loc.dvv} deleted_upto={loc.deleted_upto} "
+            f"logical_deleted_upto={loc.logical_deleted_upto}",
+            markup=False,
+        )
         for c in conns:
-            console.print(f"  {c.source}→{c.target} {c.state.value} progress={c.progress}"
-                          + (f" filter: {c.filter}" if c.filter else ""), markup=False)
-        console.print(f"  {len(segments)} segment(s), {sum(s.count for s in segments)} stored event(s)",
-                      markup=False)
+            console.print(
+                f"  {c.source}→{c.target} {c.state.value} progress={c.progress}"
+                + (f" filter: {c.filter}" if c.filter else ""),
+                markup=False,
+            )
+        console.print(
+            f"  {len(segments)} segment(s), {sum(s.count for s in segments)} stored event(s)", markup=False
+        )
 
     run(ctx, action, render)
 
 
 @app.command("retire")
-def retire(ctx: typer.Context, name: str,
-           prune_clock: Annotated[bool, typer.Option("--prune-clock",
-                                                     help="Also remove its id from every clock (RET2/RET3).")
-                                  ] = False,
-           dry_run: DryRun = False) -> None:
+def retire(
+    ctx: typer.Context,
+    name: str,
+    prune_clock: Annotated[
+        bool, typer.Option("--prune-clock", help="Also remove its id from every clock (RET2/RET3).")
+    ] = False,
+    dry_run: DryRun = False,
+) -> None:
     """Retire a location (RET1): it leaves the history projection; its id is never reused."""
 
     def action(app: AppContext) -> Any:
@@ -105,8 +142,11 @@ def retire(ctx: typer.Context, name: str,
         if prune_clock:
             from replctl.errors import Refused
 
-            raise Refused("clock pruning (RET2) is not available in this version", code="not-implemented",
-                          hint=f"retire without it: replctl location retire {name}")
+            raise Refused(
+                "clock pruning (RET2) is not available in this version",
+                code="not-implemented",
+                hint=f"retire without it: replctl location retire {name}",
+            )
         return topology.retire_location(app.catalog(), name, reason=app.reason, dry_run=dry_run)
 
     run(ctx, action, render_topology_outcome)

@@ -17,20 +17,31 @@ app = typer.Typer(help="The operation journal.", no_args_is_help=True)
 
 def operation_json(op: Any, *, steps: bool = False) -> dict[str, Any]:
     """One journal entry."""
-    doc: dict[str, Any] = {"id": op.id, "command": op.command, "args": op.args, "actor": op.actor,
-                           "host": op.host, "reason": op.reason, "outcome": op.outcome, "error": op.error,
-                           "started_at": str(op.started_at),
-                           "ended_at": str(op.ended_at) if op.ended_at else None}
+    doc: dict[str, Any] = {
+        "id": op.id,
+        "command": op.command,
+        "args": op.args,
+        "actor": op.actor,
+        "host": op.host,
+        "reason": op.reason,
+        "outcome": op.outcome,
+        "error": op.error,
+        "started_at": str(op.started_at),
+        "ended_at": str(op.ended_at) if op.ended_at else None,
+    }
     if steps:
         doc["plan"] = op.plan
-        doc["steps"] = [{"index": s.index, "name": s.name, "detail": s.detail, "at": str(s.at)}
-                        for s in op.steps]
+        doc["steps"] = [
+            {"index": s.index, "name": s.name, "detail": s.detail, "at": str(s.at)} for s in op.steps
+        ]
     return doc
 
 
 @app.command("list")
-def list_(ctx: typer.Context,
-          limit: Annotated[int, typer.Option("--limit", min=1, help="How many, newest first.")] = 50) -> None:
+def list_(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many, newest first.")] = 50,
+) -> None:
     """The most recent operations, newest first."""
 
     def action(app: AppContext) -> Any:
@@ -61,8 +72,11 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
                 if len(matches) == 1:
                     op = tx.operation(matches[0].id)
             if op is None:
-                raise UnknownName(f"unknown operation {op_id!r}", code="unknown-operation",
-                                  hint="list them with: replctl ops list")
+                raise UnknownName(
+                    f"unknown operation {op_id!r}",
+                    code="unknown-operation",
+                    hint="list them with: replctl ops list",
+                )
             return op
 
     def render(app: AppContext, op: Any) -> None:

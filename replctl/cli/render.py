@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from replctl.cli.output import emit_json, stderr, stdout
-from replctl.core.model import Change, Location
+from replctl.core.model import Change, Connection, Location
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
@@ -18,16 +18,34 @@ if TYPE_CHECKING:
 
 def location_json(loc: Location) -> dict[str, Any]:
     """A location as in `status --json`."""
-    return {"name": loc.name, "role": loc.role.value, "state": loc.state.value, "seq": loc.seq,
-            "cvv": loc.cvv.to_dict(), "dvv": loc.dvv.to_dict(), "deleted_upto": loc.deleted_upto,
-            "logical_deleted_upto": loc.logical_deleted_upto}
+    return {
+        "name": loc.name,
+        "role": loc.role.value,
+        "state": loc.state.value,
+        "seq": loc.seq,
+        "cvv": loc.cvv.to_dict(),
+        "dvv": loc.dvv.to_dict(),
+        "deleted_upto": loc.deleted_upto,
+        "logical_deleted_upto": loc.logical_deleted_upto,
+    }
 
 
 def change_json(change: Change) -> dict[str, Any]:
     """A recorded topology change, only the fields its kind uses."""
     doc: dict[str, Any] = {"id": change.id, "kind": change.kind.value}
-    for name in ("location", "source", "target", "filter", "group", "failover_from", "failover_to", "at",
-                 "actor", "reason", "operation"):
+    for name in (
+        "location",
+        "source",
+        "target",
+        "filter",
+        "group",
+        "failover_from",
+        "failover_to",
+        "at",
+        "actor",
+        "reason",
+        "operation",
+    ):
         value = getattr(change, name)
         if value is not None:
             doc[name] = value
@@ -61,10 +79,14 @@ def topology_outcome_json(out: TopologyOutcome) -> dict[str, Any]:
     """JSON of a topology change command."""
     from replctl.services.topology import violation_json
 
-    return {"ok": True, "dry_run": out.dry_run, "operation": out.operation_id,
-            "changes": [change_json(c) for c in out.changes],
-            "connections": list(out.connections),
-            "warnings": [violation_json(w) for w in out.warnings]}
+    return {
+        "ok": True,
+        "dry_run": out.dry_run,
+        "operation": out.operation_id,
+        "changes": [change_json(c) for c in out.changes],
+        "connections": list(out.connections),
+        "warnings": [violation_json(w) for w in out.warnings],
+    }
 
 
 def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
@@ -85,8 +107,9 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
         else:
             console.print(f"{conn['source']}→{conn['target']}: pending; {conn['reason']}", markup=False)
         if conn.get("baseline"):
-            console.print(f"  history {conn['history']}: {conn['target']} merges {conn['baseline']}",
-                          markup=False)
+            console.print(
+                f"  history {conn['history']}: {conn['target']} merges {conn['baseline']}", markup=False
+            )
     for warning in out.warnings:
         stderr().print(f"warning [{warning.code}]: {warning.message}", markup=False)
 
@@ -96,74 +119,97 @@ def topology_view_json(view: TopologyView) -> dict[str, Any]:
     state = view.state
     return {
         "locations": [location_json(loc) for loc in view.locations],
-        "connections": [{"source": c.source, "target": c.target, "state": c.state.value, "filter": c.filter,
-                         "ever_filtered": c.ever_filtered, "history": c.history.value}
-                        for c in view.connections],
-        "history_edges": [{"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
-                          for s, t in sorted(state.edges)],
+        "connections": [
+            {
+                "source": c.source,
+                "target": c.target,
+                "state": c.state.value,
+                "filter": c.filter,
+                "ever_filtered": c.ever_filtered,
+                "history": c.history.value,
+            }
+            for c in view.connections
+        ],
+        "history_edges": [
+            {"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
+            for s, t in sorted(state.edges)
+        ],
         "groups": {name: sorted(members) for name, members in sorted(state.groups.items())},
     }
 
 
 def render_topology_view(console: Console, view: TopologyView, fmt: str) -> None:
     """Table, tree, Graphviz dot or Mermaid."""
-    state = view.state
     current = {(c.source, c.target): c for c in view.connections if c.state.value != "removed"}
-    if fmt == "dot":
-        lines = ["digraph replctl {"]
-        for loc in view.locations:
-            style = ', style=dashed, fontcolor=grey' if loc.retired else ""
-            lines.append(f'  "{loc.name}" [label="{loc.name}\\n{loc.role.value}"{style}];')
-        for s, t in sorted(state.edges | set(current)):
-            attrs = []
-            if (s, t) not in current:
-                attrs.append("style=dashed")
-            conn = current.get((s, t))
-            if conn is not None and conn.filter:
-                attrs.append(f'label="{conn.filter.replace(chr(34), chr(92) + chr(34))}"')
-            if (s, t) in state.ever_filtered:
-                attrs.append("color=orange")
-            lines.append(f'  "{s}" -> "{t}"' + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
-        lines.append("}")
-        console.print("\n".join(lines), markup=False, highlight=False)
-        return
-    if fmt == "mermaid":
-        lines = ["graph LR"]
-        for s, t in sorted(state.edges | set(current)):
-            conn = current.get((s, t))
-            if conn is None:
-                lines.append(f"  {s} -.-> {t}")
-            elif conn.filter:
-                label = conn.filter.replace('"', "'")
-                lines.append(f'  {s} -- "{label}" --> {t}')
-            else:
-                lines.append(f"  {s} --> {t}")
-        for loc in view.locations:
-            if loc.retired:
-                lines.append(f"  style {loc.name} stroke-dasharray: 5 5")
-        console.print("\n".join(lines), markup=False, highlight=False)
-        return
-    if fmt == "tree":
-        tree = Tree("topology")
-        for loc in view.locations:
-            node = tree.add(f"{loc.name} ({loc.role.value}{', retired' if loc.retired else ''})")
-            for (s, t), conn in sorted(current.items()):
-                if s == loc.name:
-                    extra = f" filter: {conn.filter}" if conn.filter else ""
-                    node.add(f"→ {t} [{conn.state.value}]{extra}")
-        for name, members in sorted(state.groups.items()):
-            tree.add(f"group {name}: {', '.join(sorted(members))}")
-        console.print(tree)
-        return
+    drawers = {"dot": _dot, "mermaid": _mermaid, "tree": _tree}
+    drawers.get(fmt, _table)(console, view, current)
+
+
+Current = dict[tuple[str, str], "Connection"]
+
+
+def _dot(console: Console, view: TopologyView, current: Current) -> None:
+    state = view.state
+    lines = ["digraph replctl {"]
+    for loc in view.locations:
+        style = ", style=dashed, fontcolor=grey" if loc.retired else ""
+        lines.append(f'  "{loc.name}" [label="{loc.name}\\n{loc.role.value}"{style}];')
+    for s, t in sorted(state.edges | set(current)):
+        conn = current.get((s, t))
+        attrs = [] if conn is not None else ["style=dashed"]
+        if conn is not None and conn.filter:
+            attrs.append('label="' + conn.filter.replace('"', '\\"') + '"')
+        if (s, t) in state.ever_filtered:
+            attrs.append("color=orange")
+        lines.append(f'  "{s}" -> "{t}"' + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
+    lines.append("}")
+    console.print("\n".join(lines), markup=False, highlight=False)
+
+
+def _mermaid(console: Console, view: TopologyView, current: Current) -> None:
+    lines = ["graph LR"]
+    for s, t in sorted(view.state.edges | set(current)):
+        conn = current.get((s, t))
+        if conn is None:
+            lines.append(f"  {s} -.-> {t}")
+        elif conn.filter:
+            label = conn.filter.replace('"', "'")
+            lines.append(f'  {s} -- "{label}" --> {t}')
+        else:
+            lines.append(f"  {s} --> {t}")
+    lines += [f"  style {loc.name} stroke-dasharray: 5 5" for loc in view.locations if loc.retired]
+    console.print("\n".join(lines), markup=False, highlight=False)
+
+
+def _tree(console: Console, view: TopologyView, current: Current) -> None:
+    tree = Tree("topology")
+    for loc in view.locations:
+        node = tree.add(f"{loc.name} ({loc.role.value}{', retired' if loc.retired else ''})")
+        for (s, t), conn in sorted(current.items()):
+            if s == loc.name:
+                extra = f" filter: {conn.filter}" if conn.filter else ""
+                node.add(f"→ {t} [{conn.state.value}]{extra}")
+    for name, members in sorted(view.state.groups.items()):
+        tree.add(f"group {name}: {', '.join(sorted(members))}")
+    console.print(tree)
+
+
+def _table(console: Console, view: TopologyView, current: Current) -> None:
+    state = view.state
     table = Table("source", "target", "state", "filter", "ever filtered", "history")
     for s, t in sorted(state.edges | set(current)):
         conn = current.get((s, t))
-        table.add_row(s, t, conn.state.value if conn else "removed", (conn.filter or "") if conn else "",
-                      "yes" if (s, t) in state.ever_filtered else "", conn.history.value if conn else "")
+        table.add_row(
+            s,
+            t,
+            conn.state.value if conn else "removed",
+            (conn.filter or "") if conn else "",
+            "yes" if (s, t) in state.ever_filtered else "",
+            conn.history.value if conn else "",
+        )
     console.print(table)
-    if state.groups:
-        for name, members in sorted(state.groups.items()):
-            console.print(f"group {name}: {', '.join(sorted(members))}", markup=False)
+    for name, members in sorted(state.groups.items()):
+        console.print(f"group {name}: {', '.join(sorted(members))}", markup=False)
 
 
 def render_history(console: Console, changes: list[Change]) -> None:
@@ -178,17 +224,33 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     """`status` in text mode."""
     table = Table("location", "role", "state", "seq", "cvv", "dvv", "deleted")
     for loc in doc["locations"]:
-        table.add_row(loc["name"], loc["role"], loc["state"], str(loc["seq"]), _vec(loc["cvv"]), _vec(loc["dvv"]),
-                      f"{loc['deleted_upto']}/{loc['logical_deleted_upto']}")
+        table.add_row(
+            loc["name"],
+            loc["role"],
+            loc["state"],
+            str(loc["seq"]),
+            _vec(loc["cvv"]),
+            _vec(loc["dvv"]),
+            f"{loc['deleted_upto']}/{loc['logical_deleted_upto']}",
+        )
     console.print(table)
     conns = Table("connection", "state", "progress", "lag", "filter", "why")
     for c in doc["connections"]:
-        conns.add_row(f"{c['source']}→{c['target']}", c["state"], str(c["progress"]), str(c.get("lag", "")),
-                      c["filter"] or "", c["reason"] or "")
+        conns.add_row(
+            f"{c['source']}→{c['target']}",
+            c["state"],
+            str(c["progress"]),
+            str(c.get("lag", "")),
+            c["filter"] or "",
+            c["reason"] or "",
+        )
     console.print(conns)
     for p in doc.get("pending_deletions", []):
-        console.print(f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "
-                      f"{', '.join(p['blocked_by'])}", markup=False)
+        console.print(
+            f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "
+            f"{', '.join(p['blocked_by'])}",
+            markup=False,
+        )
     for w in doc.get("warnings", []):
         console.print(f"warning [{w['code']}]: {w['message']}", markup=False)
 

@@ -49,8 +49,9 @@ def db_upgrade(ctx: typer.Context) -> None:
         if app.json:
             emit_json({"ok": True, **out})
         else:
-            stdout().print(f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})",
-                           markup=False)
+            stdout().print(
+                f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})", markup=False
+            )
 
     run(ctx, action, render)
 
@@ -80,11 +81,19 @@ def config_show(ctx: typer.Context) -> None:
 
     def action(app: AppContext) -> dict[str, Any]:
         s = app.settings
-        values = {"config": str(s.config_path) if s.config_path else None, "db": s.db, "store": s.store,
-                  "spark_master": s.spark_master, "spark_remote": s.spark_remote,
-                  "spark_conf": dict(s.spark_conf), "output": s.output}
-        return {name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
-                for name, value in values.items()}
+        values = {
+            "config": str(s.config_path) if s.config_path else None,
+            "db": s.db,
+            "store": s.store,
+            "spark_master": s.spark_master,
+            "spark_remote": s.spark_remote,
+            "spark_conf": dict(s.spark_conf),
+            "output": s.output,
+        }
+        return {
+            name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
+            for name, value in values.items()
+        }
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

@@ -36,64 +36,91 @@ class ShowFormat(StrEnum):
 
 
 @app.command("add")
-def add(ctx: typer.Context, source: str, target: str,
-        both: Annotated[bool, typer.Option("--both", help="Also add TARGET→SOURCE.")] = False,
-        filter_expr: Annotated[str | None, typer.Option("--filter", help="Spark SQL boolean expression.")
-                               ] = None,
-        history: Annotated[HistoryMode, typer.Option("--history", help="complete, current or none (ADD3).")
-                           ] = HistoryMode.COMPLETE,
-        dry_run: DryRun = False) -> None:
+def add(
+    ctx: typer.Context,
+    source: str,
+    target: str,
+    both: Annotated[bool, typer.Option("--both", help="Also add TARGET→SOURCE.")] = False,
+    filter_expr: Annotated[str | None, typer.Option("--filter", help="Spark SQL boolean expression.")] = None,
+    history: Annotated[
+        HistoryMode, typer.Option("--history", help="complete, current or none (ADD3).")
+    ] = HistoryMode.COMPLETE,
+    dry_run: DryRun = False,
+) -> None:
     """Add a replication connection SOURCE→TARGET (checked against the whole history, F1/F2)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import topology
 
-        return topology.add_connection(app.catalog(), source, target, both=both, filter_expr=filter_expr,
-                                       history=history, reason=app.reason, dry_run=dry_run)
+        return topology.add_connection(
+            app.catalog(),
+            source,
+            target,
+            both=both,
+            filter_expr=filter_expr,
+            history=history,
+            reason=app.reason,
+            dry_run=dry_run,
+        )
 
     run(ctx, action, render_topology_outcome)
 
 
 @app.command("remove")
-def remove(ctx: typer.Context, source: str, target: str,
-           both: Annotated[bool, typer.Option("--both", help="Also remove TARGET→SOURCE.")] = False,
-           dry_run: DryRun = False) -> None:
+def remove(
+    ctx: typer.Context,
+    source: str,
+    target: str,
+    both: Annotated[bool, typer.Option("--both", help="Also remove TARGET→SOURCE.")] = False,
+    dry_run: DryRun = False,
+) -> None:
     """Remove a connection (it stays in the history the rules check, H2)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import topology
 
-        return topology.remove_connection(app.catalog(), source, target, both=both, reason=app.reason,
-                                          dry_run=dry_run)
+        return topology.remove_connection(
+            app.catalog(), source, target, both=both, reason=app.reason, dry_run=dry_run
+        )
 
     run(ctx, action, render_topology_outcome)
 
 
 @app.command("filter")
-def filter_(ctx: typer.Context, source: str, target: str,
-            set_expr: Annotated[str | None, typer.Option("--set", help="Spark SQL boolean expression.")] = None,
-            clear: Annotated[bool, typer.Option("--clear", help="Remove the filter (it still counts, H3).")
-                             ] = False,
-            dry_run: DryRun = False) -> None:
+def filter_(
+    ctx: typer.Context,
+    source: str,
+    target: str,
+    set_expr: Annotated[str | None, typer.Option("--set", help="Spark SQL boolean expression.")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the filter (it still counts, H3).")] = False,
+    dry_run: DryRun = False,
+) -> None:
     """Set or clear the filter of SOURCE→TARGET; either side may name a declared group (RFC2)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import topology
 
         if (set_expr is None) == (not clear):
-            raise InvalidInput("give exactly one of --set EXPR or --clear", code="bad-option",
-                               hint=f"replctl topology filter {source} {target} --set \"key = 'x'\"")
-        return topology.set_filter(app.catalog(), source, target, None if clear else set_expr,
-                                   reason=app.reason, dry_run=dry_run)
+            raise InvalidInput(
+                "give exactly one of --set EXPR or --clear",
+                code="bad-option",
+                hint=f"replctl topology filter {source} {target} --set \"key = 'x'\"",
+            )
+        return topology.set_filter(
+            app.catalog(), source, target, None if clear else set_expr, reason=app.reason, dry_run=dry_run
+        )
 
     run(ctx, action, render_topology_outcome)
 
 
 @app.command("group")
-def group(ctx: typer.Context, name: str,
-          members: Annotated[list[str] | None, typer.Argument(help="Member locations.")] = None,
-          remove: Annotated[bool, typer.Option("--remove", help="Remove the group declaration.")] = False,
-          dry_run: DryRun = False) -> None:
+def group(
+    ctx: typer.Context,
+    name: str,
+    members: Annotated[list[str] | None, typer.Argument(help="Member locations.")] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Remove the group declaration.")] = False,
+    dry_run: DryRun = False,
+) -> None:
     """Declare an application group (RFC1) whose members share redundant filtered connections."""
 
     def action(app: AppContext) -> Any:
@@ -101,22 +128,31 @@ def group(ctx: typer.Context, name: str,
 
         if remove:
             if members:
-                raise InvalidInput("--remove takes no members", code="bad-option",
-                                   hint=f"replctl topology group {name} --remove")
+                raise InvalidInput(
+                    "--remove takes no members",
+                    code="bad-option",
+                    hint=f"replctl topology group {name} --remove",
+                )
             return topology.remove_group(app.catalog(), name, reason=app.reason, dry_run=dry_run)
         if not members:
-            raise InvalidInput("a group needs at least one member", code="bad-option",
-                               hint=f"replctl topology group {name} A B")
+            raise InvalidInput(
+                "a group needs at least one member",
+                code="bad-option",
+                hint=f"replctl topology group {name} A B",
+            )
         return topology.declare_group(app.catalog(), name, list(members), reason=app.reason, dry_run=dry_run)
 
     run(ctx, action, render_topology_outcome)
 
 
 @app.command("failover")
-def failover(ctx: typer.Context, location: str,
-             old: Annotated[str, typer.Option("--from", help="The group member to leave.")],
-             new: Annotated[str, typer.Option("--to", help="The group member to use instead.")],
-             dry_run: DryRun = False) -> None:
+def failover(
+    ctx: typer.Context,
+    location: str,
+    old: Annotated[str, typer.Option("--from", help="The group member to leave.")],
+    new: Annotated[str, typer.Option("--to", help="The group member to use instead.")],
+    dry_run: DryRun = False,
+) -> None:
     """Move LOCATION's connections from one group member to another in one step (FO1)."""
 
     def action(app: AppContext) -> Any:
@@ -128,9 +164,12 @@ def failover(ctx: typer.Context, location: str,
 
 
 @app.command("show")
-def show(ctx: typer.Context,
-         fmt: Annotated[ShowFormat, typer.Option("--format", help="table, tree, dot, mermaid or json.")
-                        ] = ShowFormat.TABLE) -> None:
+def show(
+    ctx: typer.Context,
+    fmt: Annotated[
+        ShowFormat, typer.Option("--format", help="table, tree, dot, mermaid or json.")
+    ] = ShowFormat.TABLE,
+) -> None:
     """Draw the topology: current connections, history edges, filters, groups, retired locations."""
 
     def action(app: AppContext) -> Any:
@@ -148,9 +187,10 @@ def show(ctx: typer.Context,
 
 
 @app.command("history")
-def history(ctx: typer.Context,
-            location: Annotated[str | None, typer.Option("--location", help="Only changes touching it.")
-                                ] = None) -> None:
+def history(
+    ctx: typer.Context,
+    location: Annotated[str | None, typer.Option("--location", help="Only changes touching it.")] = None,
+) -> None:
     """Every recorded topology change, oldest first (H1)."""
 
     def action(app: AppContext) -> Any:
@@ -183,8 +223,11 @@ def validate(ctx: typer.Context) -> None:
         if app.json:
             doc: dict[str, Any] = {"ok": not errors, "violations": [violation_json(v) for v in violations]}
             if errors:
-                doc["error"] = {"code": errors[0].code, "message": f"refused [{errors[0].code}]: "
-                                f"{errors[0].message}", "hint": errors[0].hint}
+                doc["error"] = {
+                    "code": errors[0].code,
+                    "message": f"refused [{errors[0].code}]: {errors[0].message}",
+                    "hint": errors[0].hint,
+                }
             emit_json(doc)
         else:
             console = stdout()
@@ -194,8 +237,10 @@ def validate(ctx: typer.Context) -> None:
                 if v.hint:
                     console.print(f"hint: {v.hint}", markup=False)
             if not errors:
-                console.print("topology valid" + (f" ({len(violations)} warning(s))" if violations else ""),
-                              markup=False)
+                console.print(
+                    "topology valid" + (f" ({len(violations)} warning(s))" if violations else ""),
+                    markup=False,
+                )
         return 3 if errors else 0
 
     run(ctx, action, render)

@@ -25,10 +25,15 @@ class Target:
     cvv: VectorTime
 
 
-def current_targets(source: str, connections: list[Connection], locations: dict[str, Location]) -> list[Target]:
+def current_targets(
+    source: str, connections: list[Connection], locations: dict[str, Location]
+) -> list[Target]:
     """Every connection X→i that is active, pending (ADD2) or blocked, not removed, i not retired."""
-    return [Target(c.target, c.progress, locations[c.target].cvv) for c in connections
-            if c.source == source and c.current and not locations[c.target].retired]
+    return [
+        Target(c.target, c.progress, locations[c.target].cvv)
+        for c in connections
+        if c.source == source and c.current and not locations[c.target].retired
+    ]
 
 
 def bound(location: Location, requested_upto: int) -> int:
@@ -97,6 +102,9 @@ def parse_age(text: str) -> timedelta:
     """`30d`, `12h`, `90m`, `3600s`, `2w` → a duration (for `delete --older-than`)."""
     match = _DURATION.match(text)
     if not match:
-        raise InvalidInput(f"--older-than expects a number and a unit (s, m, h, d, w), got {text!r}",
-                           code="bad-number", hint="e.g. --older-than 30d")
+        raise InvalidInput(
+            f"--older-than expects a number and a unit (s, m, h, d, w), got {text!r}",
+            code="bad-number",
+            hint="e.g. --older-than 30d",
+        )
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})

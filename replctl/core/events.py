@@ -32,11 +32,16 @@ class NewEvent:
 def parse_event(value: Any, where: str) -> NewEvent:
     """One decoded JSON value → `NewEvent`, or InvalidInput (exit 2) saying where and what."""
     if not isinstance(value, dict):
-        raise InvalidInput(f"{where}: an event is a JSON object, got {type(value).__name__}", code="bad-event")
+        raise InvalidInput(
+            f"{where}: an event is a JSON object, got {type(value).__name__}", code="bad-event"
+        )
     unknown = sorted(set(value) - set(ALLOWED))
     if unknown:
-        raise InvalidInput(f"{where}: unknown field(s) {', '.join(unknown)}; an event has {', '.join(ALLOWED)}",
-                           code="bad-event", hint="seq, origin, origin_time and vt are assigned by replctl")
+        raise InvalidInput(
+            f"{where}: unknown field(s) {', '.join(unknown)}; an event has {', '.join(ALLOWED)}",
+            code="bad-event",
+            hint="seq, origin, origin_time and vt are assigned by replctl",
+        )
     for name in ("type", "key"):
         if value.get(name) is not None and not isinstance(value[name], str):
             raise InvalidInput(f"{where}: {name} must be a string", code="bad-event")
@@ -44,8 +49,12 @@ def parse_event(value: Any, where: str) -> NewEvent:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidInput(f"{where}: tags must be a list of strings", code="bad-event")
     payload = value.get("payload")
-    return NewEvent(type=value.get("type"), key=value.get("key"), tags=tuple(tags),
-                    payload=None if payload is None else json.dumps(payload, sort_keys=True))
+    return NewEvent(
+        type=value.get("type"),
+        key=value.get("key"),
+        tags=tuple(tags),
+        payload=None if payload is None else json.dumps(payload, sort_keys=True),
+    )
 
 
 def parse_event_text(text: str, where: str) -> NewEvent:
@@ -53,7 +62,9 @@ def parse_event_text(text: str, where: str) -> NewEvent:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})", code="bad-event") from exc
+        raise InvalidInput(
+            f"{where}: not valid JSON ({exc.msg} at column {exc.colno})", code="bad-event"
+        ) from exc
     return parse_event(value, where)
 
 

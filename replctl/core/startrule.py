@@ -26,8 +26,9 @@ def merge_baseline(target: Location, baseline: VectorTime) -> Location:
     """Y after merging a baseline into CVV, DVV and the recorded baselines (I3 counts them)."""
     if not baseline:
         return target
-    return replace(target, cvv=target.cvv | baseline, dvv=target.dvv | baseline,
-                   baseline=target.baseline | baseline)
+    return replace(
+        target, cvv=target.cvv | baseline, dvv=target.dvv | baseline, baseline=target.baseline | baseline
+    )
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class StartVerdict:
         """Operator text for `status` and `replicate` (why it waits)."""
         if self.may_start:
             return None
-        parts = ", ".join(f"{k}: deleted up to {d}, target has {c}" for k, (d, c) in sorted(self.missing.items()))
+        parts = ", ".join(
+            f"{k}: deleted up to {d}, target has {c}" for k, (d, c) in sorted(self.missing.items())
+        )
         return f"waits [ADD1]: the source deleted events the target lacks ({parts})"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core import deletion as plan
+from replctl.core.model import Location, Segment
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
@@ -21,8 +22,15 @@ from replctl.services.logs import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 
 
-def delete_in(ctx: OperationContext, engine: Engine, name: str, requested_upto: int, *,
-              logical: bool, retry: bool = False) -> dict[str, Any]:
+def delete_in(
+    ctx: OperationContext,
+    engine: Engine,
+    name: str,
+    requested_upto: int,
+    *,
+    logical: bool,
+    retry: bool = False,
+) -> dict[str, Any]:
     """One deletion request inside an operation (also used to retry pending ones after replication)."""
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
@@ -30,80 +38,145 @@ def delete_in(ctx: OperationContext, engine: Engine, name: str, requested_upto: 
         targets = plan.current_targets(name, tx.connections(), locations)
         segments = tx.segments(name)
     new_logical = plan.logical_upto(loc, requested_upto)
-    cut_bound = plan.bound(loc, requested_upto)
-    doc: dict[str, Any] = {"location": name, "requested_upto": requested_upto, "logical": logical,
-                           "dry_run": ctx.dry_run}
+    doc: dict[str, Any] = {
+        "location": name,
+        "requested_upto": requested_upto,
+        "logical": logical,
+        "dry_run": ctx.dry_run,
+        "logical_deleted_upto": new_logical,
+        "deleted_upto": loc.deleted_upto,
+        "dvv": loc.dvv.to_dict(),
+        "pending": False,
+        "blocked_by": [],
+        "would_delete": None,
+    }
     if logical:
         if not ctx.dry_run and new_logical != loc.logical_deleted_upto:
             with ctx.transaction() as tx:
                 current = get_location(tx, name)
                 tx.put_location(replace(current, logical_deleted_upto=new_logical))
                 ctx.step(tx, "logical-delete", {"upto": new_logical})
-        return {**doc, "logical_deleted_upto": new_logical, "deleted_upto": loc.deleted_upto,
-                "dvv": loc.dvv.to_dict(), "pending": False, "blocked_by": [], "would_delete": None}
+        return doc
 
+    cut_bound = plan.bound(loc, requested_upto)
+    cut = _decide_cut(engine, loc, targets, segments, cut_bound)
+    pending = cut.upto < cut_bound
+    doc["pending"] = pending
+    doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    if ctx.dry_run:
+        if cut.upto > loc.deleted_upto:
+            doc["would_delete"] = {"from": loc.deleted_upto + 1, "upto": cut.upto}
+        return doc
+    updated = _apply_cut(ctx, engine, loc=loc, segments=segments, cut=cut, new_logical=new_logical)
+    with ctx.transaction() as tx:
+        if pending:
+            tx.put_pending_deletion(name, requested_upto, [t for t, _ in cut.blocked_by])
+        else:
+            tx.clear_pending_deletion(name)
+    if pending and not retry:  # a retry after replication leaves the replication's own outcome alone
+        ctx.mark_incomplete()
+    return {
+        **doc,
+        "logical_deleted_upto": updated.logical_deleted_upto,
+        "deleted_upto": updated.deleted_upto,
+        "dvv": updated.dvv.to_dict(),
+    }
+
+
+def _decide_cut(
+    engine: Engine, loc: Location, targets: list[plan.Target], segments: list[Segment], cut_bound: int
+) -> plan.Cut:
+    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets."""
     unclear = plan.targets_to_scan(targets, segments, loc.deleted_upto, cut_bound)
     first_needed: dict[str, int | None] = {}
     if unclear and cut_bound > loc.deleted_upto:
         from replctl.adapters.spark.deletion import first_needed as scan
 
         at_stake = [s.path for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
-        first_needed = scan(engine.spark(), engine.store, at_stake, upto=cut_bound,
-                            targets={t.name: (t.progress, t.cvv.to_dict()) for t in unclear})
-    cut = plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
-    pending = cut.upto < cut_bound
-    blocked_by = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
-    if ctx.dry_run:
-        return {**doc, "logical_deleted_upto": new_logical, "deleted_upto": loc.deleted_upto,
-                "would_delete": {"from": loc.deleted_upto + 1, "upto": cut.upto} if cut.upto > loc.deleted_upto
-                else None, "dvv": loc.dvv.to_dict(), "pending": pending, "blocked_by": blocked_by}
+        first_needed = scan(
+            engine.spark(),
+            engine.store,
+            at_stake,
+            upto=cut_bound,
+            targets={t.name: (t.progress, t.cvv.to_dict()) for t in unclear},
+        )
+    return plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
 
+
+def _apply_cut(
+    ctx: OperationContext,
+    engine: Engine,
+    *,
+    loc: Location,
+    segments: list[Segment],
+    cut: plan.Cut,
+    new_logical: int,
+) -> Location:
+    """Drop whole segments below the cut, rewrite the straddling one, commit, then remove the files."""
     segment_cut = plan.cut_segments(segments, cut.upto)
-    rewritten = None
     dropped_lub = lub(s.vt_lub for s in segment_cut.drop)
-    out_rel = None
+    kept, out_rel = None, None
     if segment_cut.straddle is not None:
         from replctl.adapters.spark.jobs import rewrite_from
 
-        out_rel = engine.store.new_segment_path(name, cut.upto + 1)
-        rewritten = rewrite_from(engine.spark(), engine.store, segment_cut.straddle.path, cut.upto + 1, out_rel,
-                                 keys=sorted(loc.cvv))
+        out_rel = engine.store.new_segment_path(loc.name, cut.upto + 1)
+        rewritten = rewrite_from(
+            engine.spark(),
+            engine.store,
+            segment_cut.straddle.path,
+            cut.upto + 1,
+            out_rel,
+            keys=sorted(loc.cvv),
+        )
+        kept = rewritten.kept
         if rewritten.dropped is not None:
             dropped_lub = dropped_lub | VectorTime(rewritten.dropped.vt_lub)
     hit("delete.after-rewrite")
+    gone = [*segment_cut.drop, *([segment_cut.straddle] if segment_cut.straddle else [])]
     with ctx.transaction() as tx:
-        current = get_location(tx, name)
-        gone = [s.id for s in segment_cut.drop] + ([segment_cut.straddle.id] if segment_cut.straddle else [])
-        tx.delete_segments(gone)
-        if rewritten is not None and rewritten.kept is not None and out_rel is not None:
-            kept = rewritten.kept
-            tx.add_segment(name, out_rel, kept.seq_lo, kept.seq_hi, kept.count, VectorTime(kept.vt_lub), ctx.id)
+        current = get_location(tx, loc.name)
+        tx.delete_segments([s.id for s in gone])
+        if kept is not None and out_rel is not None:
+            tx.add_segment(
+                loc.name, out_rel, kept.seq_lo, kept.seq_hi, kept.count, VectorTime(kept.vt_lub), ctx.id
+            )
         # DEL2: DVV is the LUB of every physically deleted vt.
-        updated = replace(current, deleted_upto=max(current.deleted_upto, cut.upto),
-                          logical_deleted_upto=max(current.logical_deleted_upto, new_logical),
-                          dvv=current.dvv | dropped_lub)
+        updated = replace(
+            current,
+            deleted_upto=max(current.deleted_upto, cut.upto),
+            logical_deleted_upto=max(current.logical_deleted_upto, new_logical),
+            dvv=current.dvv | dropped_lub,
+        )
         tx.put_location(updated)
-        if pending:
-            tx.put_pending_deletion(name, requested_upto, [t for t, _ in cut.blocked_by])
-        else:
-            tx.clear_pending_deletion(name)
-        ctx.step(tx, "physical-delete", {"upto": updated.deleted_upto, "segments_dropped": len(gone),
-                                         "rewritten": out_rel, "pending": pending})
+        ctx.step(
+            tx,
+            "physical-delete",
+            {"upto": updated.deleted_upto, "segments_dropped": len(gone), "rewritten": out_rel},
+        )
     hit("delete.after-commit")
-    for seg in ([*segment_cut.drop, segment_cut.straddle] if segment_cut.straddle else segment_cut.drop):
+    for seg in gone:
         engine.store.remove(seg.path)
-    if pending and not retry:  # a retry after replication leaves the replication's own outcome alone
-        ctx.mark_incomplete()
-    return {**doc, "logical_deleted_upto": updated.logical_deleted_upto, "deleted_upto": updated.deleted_upto,
-            "dvv": updated.dvv.to_dict(), "pending": pending, "blocked_by": blocked_by, "would_delete": None}
+    return updated
 
 
-def delete(catalog: Catalog, engine: Engine, name: str, *, upto: int | None, older_than: str | None = None,
-           logical: bool = False, reason: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+def delete(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    upto: int | None,
+    older_than: str | None = None,
+    logical: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`."""
     if (upto is None) == (older_than is None):
-        raise InvalidInput("give exactly one of --upto SEQ or --older-than AGE", code="bad-option",
-                           hint=f"replctl delete {name} --upto 100")
+        raise InvalidInput(
+            "give exactly one of --upto SEQ or --older-than AGE",
+            code="bad-option",
+            hint=f"replctl delete {name} --upto 100",
+        )
     if upto is not None and upto < 0:
         raise InvalidInput(f"--upto takes a seq ≥ 0, got {upto}", code="bad-number")
 
@@ -121,12 +194,20 @@ def delete(catalog: Catalog, engine: Engine, name: str, *, upto: int | None, old
             requested = max(found or 0, loc.deleted_upto)
         return delete_in(ctx, engine, name, requested, logical=logical)
 
-    return operation(catalog, command="delete", args={"location": name, "upto": upto, "older_than": older_than,
-                                                      "logical": logical},
-                     reason=reason, resources=[location_resource(name)], dry_run=dry_run, body=body)
+    return operation(
+        catalog,
+        command="delete",
+        args={"location": name, "upto": upto, "older_than": older_than, "logical": logical},
+        reason=reason,
+        resources=[location_resource(name)],
+        dry_run=dry_run,
+        body=body,
+    )
 
 
-def retry_pending(ctx: OperationContext, engine: Engine, only: set[str] | None = None) -> list[dict[str, Any]]:
+def retry_pending(
+    ctx: OperationContext, engine: Engine, only: set[str] | None = None
+) -> list[dict[str, Any]]:
     """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given)."""
     with ctx.transaction() as tx:
         pending = [p for p in tx.pending_deletions() if only is None or p.location in only]

@@ -19,5 +19,11 @@ class Engine:
         """The process-wide SparkSession for these settings."""
         from replctl.adapters.spark.session import SparkSettings, get_session
 
-        return get_session(SparkSettings(master=self.settings.spark_master, remote=self.settings.spark_remote,
-                                         conf=self.settings.spark_conf, home=self.settings.home))
+        return get_session(
+            SparkSettings(
+                master=self.settings.spark_master,
+                remote=self.settings.spark_remote,
+                conf=self.settings.spark_conf,
+                home=self.settings.home,
+            )
+        )

@@ -20,8 +20,11 @@ def get_location(tx: CatalogTransaction, name: str) -> Location:
     """The location, or exit 2 naming it."""
     loc = tx.location(name)
     if loc is None:
-        raise UnknownName(f"unknown location {name!r}", code="unknown-location",
-                          hint="list them with: replctl location list")
+        raise UnknownName(
+            f"unknown location {name!r}",
+            code="unknown-location",
+            hint="list them with: replctl location list",
+        )
     return loc
 
 
@@ -39,8 +42,11 @@ def read_source(event_texts: list[str], file: Path | None, generate: int | None,
     """Parse and validate the input before anything is written (a bad one exits 2, nothing changes)."""
     given = sum([bool(event_texts), file is not None, generate is not None])
     if given != 1:
-        raise InvalidInput("give exactly one of --event, --file or --generate", code="bad-option",
-                           hint="replctl log append A --event '{\"key\": \"e1\"}'")
+        raise InvalidInput(
+            "give exactly one of --event, --file or --generate",
+            code="bad-option",
+            hint='replctl log append A --event \'{"key": "e1"}\'',
+        )
     if generate is not None:
         if generate < 1:
             raise InvalidInput(f"--generate takes a positive count, got {generate}", code="bad-number")
@@ -53,24 +59,39 @@ def read_source(event_texts: list[str], file: Path | None, generate: int | None,
         if file.suffix != ".jsonl":
             raise InvalidInput(f"{file}: expected a .jsonl or .parquet file", code="bad-file")
         return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name)))
-    return AppendSource(events=tuple(parse_event_text(t, f"--event #{i}") for i, t in enumerate(event_texts, 1)))
+    return AppendSource(
+        events=tuple(parse_event_text(t, f"--event #{i}") for i, t in enumerate(event_texts, 1))
+    )
 
 
-def append(catalog: Catalog, engine: Engine, name: str, source: AppendSource, *, reason: str | None = None,
-           dry_run: bool = False) -> dict[str, Any]:
+def append(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    source: AppendSource,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """`log append`: EM1 numbering and clocks, refused at hub and read-only locations (ROLE1)."""
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         with catalog.transaction() as tx:
             loc = get_location(tx, name)
         if loc.state is LocationState.RECOVERING:
-            raise LockHeld(f"{name} is recovering; appends wait until recovery ends (DR0)", code="recovering",
-                           hint=f"finish it: replctl recover location {name}")
+            raise LockHeld(
+                f"{name} is recovering; appends wait until recovery ends (DR0)",
+                code="recovering",
+                hint=f"finish it: replctl recover location {name}",
+            )
         if loc.retired:
             raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
         if loc.role is not Role.READ_WRITE:
-            raise Refused(f"refused [ROLE1]: {name} is a {loc.role.value} location and accepts no local appends",
-                          code="ROLE1", hint="append at a read-write location")
+            raise Refused(
+                f"refused [ROLE1]: {name} is a {loc.role.value} location and accepts no local appends",
+                code="ROLE1",
+                hint="append at a read-write location",
+            )
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
             return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
@@ -78,27 +99,54 @@ def append(catalog: Catalog, engine: Engine, name: str, source: AppendSource, *,
 
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         stats = jobs.append_events(
-            engine.spark(), engine.store, name,
+            engine.spark(),
+            engine.store,
+            name,
             events=[e.as_row() for e in source.events] if source.events else None,
-            parquet_path=source.parquet, generate=source.generate, seed=source.seed,
-            start_seq=loc.seq + 1, cvv=loc.cvv.to_dict(), out_rel=out_rel)
+            parquet_path=source.parquet,
+            generate=source.generate,
+            seed=source.seed,
+            start_seq=loc.seq + 1,
+            cvv=loc.cvv.to_dict(),
+            out_rel=out_rel,
+        )
         hit("append.after-write")
         with ctx.transaction() as tx:
             current = get_location(tx, name)
             # EM2: CVV-X := CVV-X ⊔ vt(e) for every new event; their LUB is the last one's vt.
-            tx.add_segment(name, out_rel, stats.seq_lo, stats.seq_hi, stats.count, VectorTime(stats.vt_lub),
-                           ctx.id)
+            tx.add_segment(
+                name, out_rel, stats.seq_lo, stats.seq_hi, stats.count, VectorTime(stats.vt_lub), ctx.id
+            )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             ctx.step(tx, "append", {"segment": out_rel, "count": stats.count, "seq_hi": stats.seq_hi})
-        return {"location": name, "dry_run": False, "appended": stats.count, "seq_from": stats.seq_lo,
-                "seq_to": stats.seq_hi, "cvv": (current.cvv | VectorTime(stats.vt_lub)).to_dict()}
+        return {
+            "location": name,
+            "dry_run": False,
+            "appended": stats.count,
+            "seq_from": stats.seq_lo,
+            "seq_to": stats.seq_hi,
+            "cvv": (current.cvv | VectorTime(stats.vt_lub)).to_dict(),
+        }
 
-    return operation(catalog, command="log append", args={"location": name}, reason=reason,
-                     resources=[location_resource(name)], dry_run=dry_run, body=body)
+    return operation(
+        catalog,
+        command="log append",
+        args={"location": name},
+        reason=reason,
+        resources=[location_resource(name)],
+        dry_run=dry_run,
+        body=body,
+    )
 
 
-def show(catalog: Catalog, engine: Engine, name: str, *, from_seq: int = 0, limit: int | None = None,
-         ) -> dict[str, Any]:
+def show(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    from_seq: int = 0,
+    limit: int | None = None,
+) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
     with catalog.transaction() as tx:
         loc = get_location(tx, name)
@@ -107,12 +155,19 @@ def show(catalog: Catalog, engine: Engine, name: str, *, from_seq: int = 0, limi
     if segments:
         from replctl.adapters.spark import jobs
 
-        events = jobs.read_log(engine.spark(), engine.store, [s.path for s in segments], from_seq=from_seq,
-                               limit=limit)
-    return {"location": name, "seq": loc.seq, "deleted_upto": loc.deleted_upto,
-            "logical_deleted_upto": loc.logical_deleted_upto,
-            "events": [{k: e[k] for k in ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")}
-                       for e in events]}
+        events = jobs.read_log(
+            engine.spark(), engine.store, [s.path for s in segments], from_seq=from_seq, limit=limit
+        )
+    return {
+        "location": name,
+        "seq": loc.seq,
+        "deleted_upto": loc.deleted_upto,
+        "logical_deleted_upto": loc.logical_deleted_upto,
+        "events": [
+            {k: e[k] for k in ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")}
+            for e in events
+        ],
+    }
 
 
 def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]:
@@ -136,18 +191,38 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
             found.append({"invariant": "I4", "seq": None, "message": f"DVV {loc.dvv} ≰ CVV {loc.cvv}"})
         for c in connections:  # I5: progress(Y,X) ≤ X.seq
             if c.source == n and c.progress > loc.seq:
-                found.append({"invariant": "I5", "seq": c.progress,
-                              "message": f"progress({c.target},{n}) = {c.progress} > {n}.seq = {loc.seq}"})
+                found.append(
+                    {
+                        "invariant": "I5",
+                        "seq": c.progress,
+                        "message": f"progress({c.target},{n}) = {c.progress} > {n}.seq = {loc.seq}",
+                    }
+                )
         if segments[n]:
             from replctl.adapters.spark import verify as spark_verify
 
-            for v in spark_verify.verify_log(engine.spark(), engine.store, [s.path for s in segments[n]],
-                                             seq=loc.seq, cvv=loc.cvv.to_dict(), dvv=loc.dvv.to_dict(),
-                                             baseline=loc.baseline.to_dict(), segments_meta=segments[n]):
+            for v in spark_verify.verify_log(
+                engine.spark(),
+                engine.store,
+                [s.path for s in segments[n]],
+                seq=loc.seq,
+                cvv=loc.cvv.to_dict(),
+                dvv=loc.dvv.to_dict(),
+                baseline=loc.baseline.to_dict(),
+                segments_meta=segments[n],
+            ):
                 found.append({"invariant": v.code, "seq": v.seq, "message": v.message})
         elif loc.cvv != (loc.dvv | loc.baseline):  # I3 for an empty log
-            found.append({"invariant": "I3", "seq": None,
-                          "message": f"CVV {loc.cvv} ≠ LUB of stored and deleted vts {loc.dvv | loc.baseline}"})
+            found.append(
+                {
+                    "invariant": "I3",
+                    "seq": None,
+                    "message": f"CVV {loc.cvv} ≠ LUB of stored and deleted vts {loc.dvv | loc.baseline}",
+                }
+            )
         report.append({"location": n, "ok": not found, "violations": found})
     i6 = [v for v in validate_state(state) if not v.warning]
-    return {"logs": report, "topology": [{"invariant": "I6", "code": v.code, "message": v.message} for v in i6]}
+    return {
+        "logs": report,
+        "topology": [{"invariant": "I6", "code": v.code, "message": v.message} for v in i6],
+    }

@@ -73,8 +73,16 @@ def _actor() -> str:
         return "unknown"
 
 
-def operation(catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None,
-              resources: list[str], dry_run: bool, body: Callable[[OperationContext], T]) -> T:
+def operation(
+    catalog: Catalog,
+    *,
+    command: str,
+    args: dict[str, Any],
+    reason: str | None,
+    resources: list[str],
+    dry_run: bool,
+    body: Callable[[OperationContext], T],
+) -> T:
     """Run `body` as one journalled operation holding leases on `resources`."""
     if dry_run:
         return body(OperationContext(catalog, None, True))
@@ -86,8 +94,9 @@ def operation(catalog: Catalog, *, command: str, args: dict[str, Any], reason: s
         # Sorted so that two operators asking for the same pair agree on the order.
         for resource in sorted(set(resources)):
             with catalog.transaction() as tx:
-                ctx.tokens[resource] = tx.acquire_lease(resource, f"{_actor()}@{socket.gethostname()}",
-                                                        op_id, LEASE_TTL_SECONDS)
+                ctx.tokens[resource] = tx.acquire_lease(
+                    resource, f"{_actor()}@{socket.gethostname()}", op_id, LEASE_TTL_SECONDS
+                )
         result = body(ctx)
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         return result

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.core.topology_rules import admission_projection
 from replctl.core.model import Connection, ConnectionState
 from replctl.core.replication import PassAction, plan_pass
+from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, UnknownName
 from replctl.failpoints import hit
@@ -49,10 +49,19 @@ class PassReport:
 
     def to_json(self) -> dict[str, Any]:
         """The cli.md shape."""
-        return {"source": self.source, "target": self.target, "state": self.state, "action": self.action,
-                "examined": self.examined, "written": self.written, "skipped_causal": self.skipped_causal,
-                "skipped_filter": self.skipped_filter, "blocked_at": self.blocked_at,
-                "progress": self.progress, "reason": self.reason}
+        return {
+            "source": self.source,
+            "target": self.target,
+            "state": self.state,
+            "action": self.action,
+            "examined": self.examined,
+            "written": self.written,
+            "skipped_causal": self.skipped_causal,
+            "skipped_filter": self.skipped_filter,
+            "blocked_at": self.blocked_at,
+            "progress": self.progress,
+            "reason": self.reason,
+        }
 
 
 def _pass(ctx: OperationContext, engine: Engine, source_name: str, target_name: str) -> PassReport:
@@ -60,86 +69,145 @@ def _pass(ctx: OperationContext, engine: Engine, source_name: str, target_name: 
     with ctx.transaction() as tx:
         conn = tx.connection(source_name, target_name)
         if conn is None or not conn.current:
-            raise UnknownName(f"no current connection {source_name}→{target_name}", code="unknown-connection",
-                              hint=f"add it: replctl topology add {source_name} {target_name}")
+            raise UnknownName(
+                f"no current connection {source_name}→{target_name}",
+                code="unknown-connection",
+                hint=f"add it: replctl topology add {source_name} {target_name}",
+            )
         source, target = get_location(tx, source_name), get_location(tx, target_name)
         segments = tx.segments(source_name)
         admission = sorted(admission_projection(load_state(tx), source_name, target_name))
     plan = plan_pass(source, target, conn, segments)
     state = ConnectionState.ACTIVE.value if plan.activate else conn.state.value
-    base = {"source": source_name, "target": target_name, "state": state}
+    base = PassReport(source_name, target_name, state, "", progress=conn.progress)
     if plan.action in (PassAction.WAIT, PassAction.BLOCKED):
         if not ctx.dry_run and plan.reason != conn.reason:
             with ctx.transaction() as tx:
                 tx.put_connection(replace(conn, reason=plan.reason))
-        return PassReport(**base, action=plan.action.value, progress=conn.progress, reason=plan.reason)
+        return replace(base, action=plan.action.value, progress=conn.progress, reason=plan.reason)
     if plan.action in (PassAction.NOTHING_NEW, PassAction.ALL_KNOWN):
         advanced = plan.new_progress != conn.progress
         if not ctx.dry_run and (advanced or plan.activate):
             with ctx.transaction() as tx:
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
-        return PassReport(**base, action=action, progress=plan.new_progress)
+        return replace(base, action=action, progress=plan.new_progress)
     if ctx.dry_run:
-        return PassReport(**base, action="would-run", progress=conn.progress)
+        return replace(base, action="would-run", progress=conn.progress)
 
     from replctl.adapters.spark import jobs
+    from replctl.adapters.spark.results import PassSpec
 
     out_rel = engine.store.new_segment_path(target_name, target.seq + 1)
-    result = jobs.replicate_pass(engine.spark(), engine.store, jobs.PassSpec(
-        source_segments=[s.path for s in plan.segments], progress=conn.progress,
-        target_cvv=target.cvv.to_dict(), filter_sql=conn.filter, admission=admission,
-        target_seq=target.seq, out_rel=out_rel, source_keys=sorted(source.cvv)))
+    result = jobs.replicate_pass(
+        engine.spark(),
+        engine.store,
+        PassSpec(
+            source_segments=[s.path for s in plan.segments],
+            progress=conn.progress,
+            target_cvv=target.cvv.to_dict(),
+            filter_sql=conn.filter,
+            admission=admission,
+            target_seq=target.seq,
+            out_rel=out_rel,
+            source_keys=sorted(source.cvv),
+        ),
+    )
     hit("replicate.after-write")  # segment files written, catalog not yet: they must stay unread
     with ctx.transaction() as tx:
         current_target = get_location(tx, target_name)
         if current_target.seq != target.seq:
-            raise EnvironmentFailure(f"{target_name} changed during the pass; re-run replicate",
-                                     code="concurrent-change")
+            raise EnvironmentFailure(
+                f"{target_name} changed during the pass; re-run replicate", code="concurrent-change"
+            )
         if result.segment is not None:
             seg = result.segment
-            tx.add_segment(target_name, out_rel, seg.seq_lo, seg.seq_hi, seg.count, VectorTime(seg.vt_lub), ctx.id)
+            tx.add_segment(
+                target_name, out_rel, seg.seq_lo, seg.seq_hi, seg.count, VectorTime(seg.vt_lub), ctx.id
+            )
             # EM2: merge every written vt into CVV-Y.
-            tx.put_location(replace(current_target, seq=seg.seq_hi,
-                                    cvv=current_target.cvv | VectorTime(seg.vt_lub)))
+            tx.put_location(
+                replace(current_target, seq=seg.seq_hi, cvv=current_target.cvv | VectorTime(seg.vt_lub))
+            )
         _commit(ctx, tx, conn, plan.activate, result.progress)
-        ctx.step(tx, "pass", {"source": source_name, "target": target_name, "written": result.written,
-                              "progress": result.progress, "segment": out_rel if result.segment else None})
+        ctx.step(
+            tx,
+            "pass",
+            {
+                "source": source_name,
+                "target": target_name,
+                "written": result.written,
+                "progress": result.progress,
+                "segment": out_rel if result.segment else None,
+            },
+        )
     hit("replicate.after-commit")
     reason = None
     if result.blocked_at is not None:
-        reason = (f"blocked [RFC2] at {source_name} seq {result.blocked_at}: its group part is ahead of "
-                  f"{target_name}; it is delivered once the group catches up")
-    return PassReport(**base, action="ran", examined=result.examined, written=result.written,
-                      skipped_causal=result.skipped_causal, skipped_filter=result.skipped_filter,
-                      blocked_at=result.blocked_at, progress=result.progress, reason=reason)
+        reason = (
+            f"blocked [RFC2] at {source_name} seq {result.blocked_at}: its group part is ahead of "
+            f"{target_name}; it is delivered once the group catches up"
+        )
+    return replace(
+        base,
+        action="ran",
+        examined=result.examined,
+        written=result.written,
+        skipped_causal=result.skipped_causal,
+        skipped_filter=result.skipped_filter,
+        blocked_at=result.blocked_at,
+        progress=result.progress,
+        reason=reason,
+    )
 
 
-def _commit(ctx: OperationContext, tx: CatalogTransaction, conn: Connection, activate: bool,
-            progress: int) -> None:
+def _commit(
+    ctx: OperationContext, tx: CatalogTransaction, conn: Connection, activate: bool, progress: int
+) -> None:
     # REP2: progress is the scan end (before any block); it never moves backwards here.
     new_state = ConnectionState.ACTIVE if activate else conn.state
-    tx.put_connection(replace(conn, state=new_state, progress=max(progress, conn.progress),
-                              reason=None if activate else conn.reason))
+    tx.put_connection(
+        replace(
+            conn,
+            state=new_state,
+            progress=max(progress, conn.progress),
+            reason=None if activate else conn.reason,
+        )
+    )
     if activate:
         ctx.step(tx, "activate", {"source": conn.source, "target": conn.target})
 
 
-def replicate_one(catalog: Catalog, engine: Engine, source: str, target: str, *, reason: str | None = None,
-                  dry_run: bool = False) -> dict[str, Any]:
+def replicate_one(
+    catalog: Catalog,
+    engine: Engine,
+    source: str,
+    target: str,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """`replicate SRC DST`: one pass."""
+
     def body(ctx: OperationContext) -> dict[str, Any]:
         report = _pass(ctx, engine, source, target)
         deletions = [] if dry_run else retry_pending(ctx, engine, only={source})
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
 
-    return operation(catalog, command="replicate", args={"source": source, "target": target}, reason=reason,
-                     resources=[location_resource(source), location_resource(target)], dry_run=dry_run,
-                     body=body)
+    return operation(
+        catalog,
+        command="replicate",
+        args={"source": source, "target": target},
+        reason=reason,
+        resources=[location_resource(source), location_resource(target)],
+        dry_run=dry_run,
+        body=body,
+    )
 
 
-def replicate_all(catalog: Catalog, engine: Engine, *, reason: str | None = None,
-                  dry_run: bool = False) -> dict[str, Any]:
+def replicate_all(
+    catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
     """`replicate`: every current connection, round after round, until a round changes nothing."""
     with catalog.transaction() as tx:
         live = [loc.name for loc in tx.locations() if not loc.retired]
@@ -154,8 +222,18 @@ def replicate_all(catalog: Catalog, engine: Engine, *, reason: str | None = None
             if dry_run or not any(r.changed for r in round_reports):
                 break
         deletions = [] if dry_run else retry_pending(ctx, engine)
-        return {"dry_run": dry_run, "passes": [r.to_json() for r in reports if r.action != "nothing-new"],
-                "deletions": deletions}
+        return {
+            "dry_run": dry_run,
+            "passes": [r.to_json() for r in reports if r.action != "nothing-new"],
+            "deletions": deletions,
+        }
 
-    return operation(catalog, command="replicate", args={}, reason=reason,
-                     resources=[location_resource(n) for n in live], dry_run=dry_run, body=body)
+    return operation(
+        catalog,
+        command="replicate",
+        args={},
+        reason=reason,
+        resources=[location_resource(n) for n in live],
+        dry_run=dry_run,
+        body=body,
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
-from replctl.core.topology_rules import validate as validate_state
 from replctl.core.model import Segment
+from replctl.core.topology_rules import validate as validate_state
 
 
 def _lag(segments: list[Segment], progress: int) -> int:
@@ -39,9 +39,17 @@ def status(catalog: Catalog) -> dict[str, Any]:
     return {
         "locations": [location_json(loc) for loc in locations],
         "connections": [
-            {"source": c.source, "target": c.target, "state": c.state.value, "filter": c.filter,
-             "ever_filtered": c.ever_filtered, "history": c.history.value, "progress": c.progress,
-             "lag": _lag(segments.get(c.source, []), c.progress) if c.current else 0, "reason": c.reason}
+            {
+                "source": c.source,
+                "target": c.target,
+                "state": c.state.value,
+                "filter": c.filter,
+                "ever_filtered": c.ever_filtered,
+                "history": c.history.value,
+                "progress": c.progress,
+                "lag": _lag(segments.get(c.source, []), c.progress) if c.current else 0,
+                "reason": c.reason,
+            }
             for c in connections
         ],
         "pending_deletions": [

@@ -11,8 +11,6 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core import topology_plans as plans
-from replctl.core.topology import TopologyState, fold
-from replctl.core.topology_rules import validate as validate_state
 from replctl.core.model import (
     Change,
     ChangeKind,
@@ -25,6 +23,8 @@ from replctl.core.model import (
     Violation,
 )
 from replctl.core.startrule import history_baseline, merge_baseline, start_rule
+from replctl.core.topology import TopologyState, fold
+from replctl.core.topology_rules import validate as validate_state
 from replctl.errors import InvalidInput, Refused, UnknownName
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
 
@@ -54,7 +54,9 @@ def raise_violations(violations: tuple[Violation, ...] | list[Violation]) -> Non
         raise UnknownName(first.message, code=first.code, hint=first.hint, details=details)
     if not is_rule_id(first.code):  # connection-exists, bad-group, name-taken: the request itself is wrong
         raise InvalidInput(first.message, code=first.code, hint=first.hint, details=details)
-    raise Refused(f"refused [{first.code}]: {first.message}", code=first.code, hint=first.hint, details=details)
+    raise Refused(
+        f"refused [{first.code}]: {first.message}", code=first.code, hint=first.hint, details=details
+    )
 
 
 def is_rule_id(code: str) -> bool:
@@ -75,8 +77,12 @@ def load_state(tx: CatalogTransaction) -> TopologyState:
     return fold(tx.changes())
 
 
-def _apply(ctx: OperationContext, tx: CatalogTransaction, change: Change, reason: str | None,
-           ) -> dict[str, Any] | None:
+def _apply(
+    ctx: OperationContext,
+    tx: CatalogTransaction,
+    change: Change,
+    reason: str | None,
+) -> dict[str, Any] | None:
     """Record one change and bring the run-time tables in line; returns a start report for new connections."""
     tx.record_change(change, actor=None, reason=reason, operation_id=ctx.id)
     kind = change.kind
@@ -99,7 +105,9 @@ def _apply(ctx: OperationContext, tx: CatalogTransaction, change: Change, reason
         conn = tx.connection(change.source, change.target)
         if conn is not None:
             filtered = change.filter if kind is ChangeKind.FILTER_SET else None
-            tx.put_connection(replace(conn, filter=filtered, ever_filtered=conn.ever_filtered or bool(filtered)))
+            tx.put_connection(
+                replace(conn, filter=filtered, ever_filtered=conn.ever_filtered or bool(filtered))
+            )
     return None
 
 
@@ -126,20 +134,37 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
         reason=verdict.reason,
     )
     tx.put_connection(conn)
-    return {"source": conn.source, "target": conn.target, "state": conn.state.value,
-            "history": mode.value, "baseline": baseline.to_dict(), "reason": verdict.reason}
+    return {
+        "source": conn.source,
+        "target": conn.target,
+        "state": conn.state.value,
+        "history": mode.value,
+        "baseline": baseline.to_dict(),
+        "reason": verdict.reason,
+    }
 
 
 def _location(tx: CatalogTransaction, name: str) -> Location:
     loc = tx.location(name)
     if loc is None:
-        raise UnknownName(f"unknown location {name!r}", code="unknown-location",
-                          hint="list them with: replctl location list")
+        raise UnknownName(
+            f"unknown location {name!r}",
+            code="unknown-location",
+            hint="list them with: replctl location list",
+        )
     return loc
 
 
-def _run(catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None, dry_run: bool,
-         plan: Any, resources: list[str] | None = None) -> TopologyOutcome:
+def _run(
+    catalog: Catalog,
+    *,
+    command: str,
+    args: dict[str, Any],
+    reason: str | None,
+    dry_run: bool,
+    plan: Any,
+    resources: list[str] | None = None,
+) -> TopologyOutcome:
     """Shared path of every topology change: decide under the lease, refuse or apply."""
 
     def body(ctx: OperationContext) -> TopologyOutcome:
@@ -148,15 +173,27 @@ def _run(catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | 
             raise_violations(decision.violations)
             warnings = tuple(v for v in decision.violations if v.warning)
             if ctx.dry_run:
-                return TopologyOutcome(True, decision.changes, warnings,
-                                       tuple(_dry_start(tx, c) for c in decision.changes
-                                             if c.kind is ChangeKind.CONNECTION_ADDED))
+                return TopologyOutcome(
+                    True,
+                    decision.changes,
+                    warnings,
+                    tuple(
+                        _dry_start(tx, c) for c in decision.changes if c.kind is ChangeKind.CONNECTION_ADDED
+                    ),
+                )
             reports = [r for c in decision.changes if (r := _apply(ctx, tx, c, reason)) is not None]
             ctx.step(tx, "record-changes", {"changes": [c.kind.value for c in decision.changes]})
             return TopologyOutcome(False, decision.changes, warnings, tuple(reports), ctx.id)
 
-    return operation(catalog, command=command, args=args, reason=reason,
-                     resources=[TOPOLOGY, *(resources or [])], dry_run=dry_run, body=body)
+    return operation(
+        catalog,
+        command=command,
+        args=args,
+        reason=reason,
+        resources=[TOPOLOGY, *(resources or [])],
+        dry_run=dry_run,
+        body=body,
+    )
 
 
 def _dry_start(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
@@ -168,77 +205,159 @@ def _dry_start(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
     mode = change.history or HistoryMode.COMPLETE
     baseline = history_baseline(mode, source, target)
     verdict = start_rule(source, merge_baseline(target, baseline))
-    return {"source": change.source, "target": change.target,
-            "state": "active" if verdict.may_start else "pending", "history": mode.value,
-            "baseline": baseline.to_dict(), "reason": verdict.reason}
+    return {
+        "source": change.source,
+        "target": change.target,
+        "state": "active" if verdict.may_start else "pending",
+        "history": mode.value,
+        "baseline": baseline.to_dict(),
+        "reason": verdict.reason,
+    }
 
 
-def add_location(catalog: Catalog, name: str, role: Role, *, reason: str | None = None,
-                 dry_run: bool = False) -> TopologyOutcome:
+def add_location(
+    catalog: Catalog, name: str, role: Role, *, reason: str | None = None, dry_run: bool = False
+) -> TopologyOutcome:
     """`location add NAME --role ROLE` (M1: an id is never reused)."""
-    return _run(catalog, command="location add", args={"name": name, "role": role.value}, reason=reason,
-                dry_run=dry_run, plan=lambda state, _tx: plans.plan_location_add(state, name, role))
+    return _run(
+        catalog,
+        command="location add",
+        args={"name": name, "role": role.value},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_location_add(state, name, role),
+    )
 
 
-def retire_location(catalog: Catalog, name: str, *, reason: str | None = None,
-                    dry_run: bool = False) -> TopologyOutcome:
+def retire_location(
+    catalog: Catalog, name: str, *, reason: str | None = None, dry_run: bool = False
+) -> TopologyOutcome:
     """`location retire NAME` (RET1: refused while it has a current connection)."""
-    return _run(catalog, command="location retire", args={"name": name}, reason=reason, dry_run=dry_run,
-                plan=lambda state, _tx: plans.plan_retire(state, name), resources=[location_resource(name)])
+    return _run(
+        catalog,
+        command="location retire",
+        args={"name": name},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_retire(state, name),
+        resources=[location_resource(name)],
+    )
 
 
-def add_connection(catalog: Catalog, source: str, target: str, *, both: bool = False,
-                   filter_expr: str | None = None, history: HistoryMode = HistoryMode.COMPLETE,
-                   reason: str | None = None, dry_run: bool = False) -> TopologyOutcome:
+def add_connection(
+    catalog: Catalog,
+    source: str,
+    target: str,
+    *,
+    both: bool = False,
+    filter_expr: str | None = None,
+    history: HistoryMode = HistoryMode.COMPLETE,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> TopologyOutcome:
     """`topology add SRC DST` (F2 check on the history with the new edge; ADD1/ADD3 at the target)."""
     normalised = _normalise(filter_expr)
-    return _run(catalog, command="topology add",
-                args={"source": source, "target": target, "both": both, "filter": filter_expr,
-                      "history": history.value},
-                reason=reason, dry_run=dry_run,
-                plan=lambda state, _tx: plans.plan_connection_add(state, source, target, both=both,
-                                                                 filter=normalised, history=history),
-                resources=[location_resource(target)] + ([location_resource(source)] if both else []))
+    return _run(
+        catalog,
+        command="topology add",
+        args={
+            "source": source,
+            "target": target,
+            "both": both,
+            "filter": filter_expr,
+            "history": history.value,
+        },
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_connection_add(
+            state, source, target, both=both, filter=normalised, history=history
+        ),
+        resources=[location_resource(target)] + ([location_resource(source)] if both else []),
+    )
 
 
-def remove_connection(catalog: Catalog, source: str, target: str, *, both: bool = False,
-                      reason: str | None = None, dry_run: bool = False) -> TopologyOutcome:
+def remove_connection(
+    catalog: Catalog,
+    source: str,
+    target: str,
+    *,
+    both: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> TopologyOutcome:
     """`topology remove SRC DST` (the edge stays in the history projection, H2)."""
-    return _run(catalog, command="topology remove", args={"source": source, "target": target, "both": both},
-                reason=reason, dry_run=dry_run,
-                plan=lambda state, _tx: plans.plan_connection_remove(state, source, target, both=both))
+    return _run(
+        catalog,
+        command="topology remove",
+        args={"source": source, "target": target, "both": both},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_connection_remove(state, source, target, both=both),
+    )
 
 
-def set_filter(catalog: Catalog, source: str, target: str, filter_expr: str | None, *,
-               reason: str | None = None, dry_run: bool = False) -> TopologyOutcome:
+def set_filter(
+    catalog: Catalog,
+    source: str,
+    target: str,
+    filter_expr: str | None,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> TopologyOutcome:
     """`topology filter SRC DST --set EXPR | --clear` (F2 on set; SRC/DST may name a group, RFC2)."""
     normalised = _normalise(filter_expr)
-    return _run(catalog, command="topology filter",
-                args={"source": source, "target": target, "filter": filter_expr}, reason=reason,
-                dry_run=dry_run, plan=lambda state, _tx: plans.plan_filter(state, source, target, normalised))
+    return _run(
+        catalog,
+        command="topology filter",
+        args={"source": source, "target": target, "filter": filter_expr},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_filter(state, source, target, normalised),
+    )
 
 
-def declare_group(catalog: Catalog, name: str, members: list[str], *, reason: str | None = None,
-                  dry_run: bool = False) -> TopologyOutcome:
+def declare_group(
+    catalog: Catalog, name: str, members: list[str], *, reason: str | None = None, dry_run: bool = False
+) -> TopologyOutcome:
     """`topology group NAME MEMBER...` (RFC1)."""
-    return _run(catalog, command="topology group", args={"name": name, "members": members}, reason=reason,
-                dry_run=dry_run, plan=lambda state, _tx: plans.plan_group_declare(state, name, members))
+    return _run(
+        catalog,
+        command="topology group",
+        args={"name": name, "members": members},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_group_declare(state, name, members),
+    )
 
 
-def remove_group(catalog: Catalog, name: str, *, reason: str | None = None,
-                 dry_run: bool = False) -> TopologyOutcome:
+def remove_group(
+    catalog: Catalog, name: str, *, reason: str | None = None, dry_run: bool = False
+) -> TopologyOutcome:
     """`topology group NAME --remove`."""
-    return _run(catalog, command="topology group --remove", args={"name": name}, reason=reason,
-                dry_run=dry_run, plan=lambda state, _tx: plans.plan_group_remove(state, name))
+    return _run(
+        catalog,
+        command="topology group --remove",
+        args={"name": name},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_group_remove(state, name),
+    )
 
 
-def failover(catalog: Catalog, location: str, old: str, new: str, *, reason: str | None = None,
-             dry_run: bool = False) -> TopologyOutcome:
+def failover(
+    catalog: Catalog, location: str, old: str, new: str, *, reason: str | None = None, dry_run: bool = False
+) -> TopologyOutcome:
     """`topology failover LOC --from OLD --to NEW` (FO1)."""
-    return _run(catalog, command="topology failover", args={"location": location, "from": old, "to": new},
-                reason=reason, dry_run=dry_run,
-                plan=lambda state, _tx: plans.plan_failover(state, location, old, new),
-                resources=[location_resource(location), location_resource(new)])
+    return _run(
+        catalog,
+        command="topology failover",
+        args={"location": location, "from": old, "to": new},
+        reason=reason,
+        dry_run=dry_run,
+        plan=lambda state, _tx: plans.plan_failover(state, location, old, new),
+        resources=[location_resource(location), location_resource(new)],
+    )
 
 
 def validate(catalog: Catalog) -> tuple[Violation, ...]:
@@ -251,8 +370,11 @@ def history(catalog: Catalog, location: str | None = None) -> list[Change]:
     """`topology history [--location NAME]`."""
     with catalog.transaction() as tx:
         if location is not None and tx.location(location) is None:
-            raise UnknownName(f"unknown location {location!r}", code="unknown-location",
-                              hint="list them with: replctl location list")
+            raise UnknownName(
+                f"unknown location {location!r}",
+                code="unknown-location",
+                hint="list them with: replctl location list",
+            )
         return list(tx.changes(location))
 
 

@@ -52,7 +52,8 @@ def test_logical_and_physical_deletion_and_the_deleted_upto_arithmetic(rc: Replc
 
 
 def test_deletion_waits_for_a_target_that_lacks_the_events_and_completes_after_replication(
-        rc: Replctl) -> None:
+    rc: Replctl,
+) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")
@@ -112,7 +113,8 @@ def test_anomaly_2_deletion_in_a_cycle_waits_until_the_third_location_has_the_ev
 
 
 def test_a_new_connection_waits_while_its_source_has_deleted_what_the_target_lacks_then_starts(
-        rc: Replctl) -> None:
+    rc: Replctl,
+) -> None:
     for name in "ABC":
         rc("location", "add", name)
     rc("topology", "add", "A", "B")

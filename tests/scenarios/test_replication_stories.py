@@ -41,7 +41,10 @@ def test_appended_events_get_em1_numbers_and_clocks(rc: Replctl) -> None:
     rc("log", "append", "A", "--event", '{"key": "e3", "type": "t", "tags": ["x"], "payload": {"n": 1}}')
     events = rc.json("log", "show", "A")["events"]
     assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events] == [
-        (1, "A", 1, {"A": 1}, "e1"), (2, "A", 2, {"A": 2}, "e2"), (3, "A", 3, {"A": 3}, "e3")]
+        (1, "A", 1, {"A": 1}, "e1"),
+        (2, "A", 2, {"A": 2}, "e2"),
+        (3, "A", 3, {"A": 3}, "e3"),
+    ]
     assert (events[2]["type"], events[2]["tags"], json.loads(events[2]["payload"])) == ("t", ["x"], {"n": 1})
     verify_all(rc)
 
@@ -133,7 +136,8 @@ def group_with_outside_location(rc: Replctl) -> None:
 
 
 def test_a_redundant_group_blocks_an_event_whose_group_part_is_ahead_until_the_group_catches_up(
-        rc: Replctl) -> None:
+    rc: Replctl,
+) -> None:
     group_with_outside_location(rc)
     append(rc, "A", "g")
     rc("replicate", "A", "D")
@@ -155,7 +159,8 @@ def test_a_redundant_group_blocks_an_event_whose_group_part_is_ahead_until_the_g
 
 
 def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
-        rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> None:
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")

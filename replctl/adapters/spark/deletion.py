@@ -18,8 +18,14 @@ if TYPE_CHECKING:
     from replctl.adapters.logstore import LogStore
 
 
-def first_needed(spark: SparkSession, store: LogStore, segment_paths: Sequence[str], *, upto: int,
-                 targets: Mapping[str, tuple[int, Mapping[str, int]]]) -> dict[str, int | None]:
+def first_needed(
+    spark: SparkSession,
+    store: LogStore,
+    segment_paths: Sequence[str],
+    *,
+    upto: int,
+    targets: Mapping[str, tuple[int, Mapping[str, int]]],
+) -> dict[str, int | None]:
     """For each target i (progress(i,X), CVV-i): the smallest seq ≤ `upto` with seq > progress and vt ≰ CVV-i.
 
     An event with seq ≤ progress(i,X) or vt ≤ CVV-i may go (DEL3); the first one that may not bounds the
@@ -29,19 +35,24 @@ def first_needed(spark: SparkSession, store: LogStore, segment_paths: Sequence[s
         return dict.fromkeys(targets)
     names = sorted(targets)
     with spark_failures("checking what targets still need (DEL3)"):
-        events = read_events(spark, store, segment_paths).select("seq", "vt").where(F.col("seq") <= F.lit(upto))
+        events = (
+            read_events(spark, store, segment_paths).select("seq", "vt").where(F.col("seq") <= F.lit(upto))
+        )
         aggregates = []
         for i, name in enumerate(names):
             progress, cvv = targets[name]
             needed = (F.col("seq") > F.lit(progress)) & ~covered_by(F.col("vt"), vector_literal(cvv))
             aggregates.append(F.min(F.when(needed, F.col("seq"))).alias(f"t{i}"))
         row = events.agg(*aggregates).first()
-    return {name: (None if row is None or row[f"t{i}"] is None else int(row[f"t{i}"]))
-            for i, name in enumerate(names)}
+    return {
+        name: (None if row is None or row[f"t{i}"] is None else int(row[f"t{i}"]))
+        for i, name in enumerate(names)
+    }
 
 
-def last_seq_emitted_before(spark: SparkSession, store: LogStore, segment_paths: Sequence[str],
-                            cutoff: datetime) -> int | None:
+def last_seq_emitted_before(
+    spark: SparkSession, store: LogStore, segment_paths: Sequence[str], cutoff: datetime
+) -> int | None:
     """The last seq of the longest prefix whose events were all emitted before `cutoff`.
 
     The wall clock only chooses the cut (a retention policy); it never orders anything. The prefix stops at the
