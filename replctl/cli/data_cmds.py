@@ -256,8 +256,116 @@ def delete(
     run(ctx, action, render)
 
 
+recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
+drill_app = typer.Typer(help="Game-day drills: destroy data as a disaster would.", no_args_is_help=True)
+
+
+@recover_app.command("location")
+def recover_location(
+    ctx: typer.Context,
+    name: str,
+    lost_from: Annotated[
+        int | None, typer.Option("--lost-from", help="Declare the loss from SEQ on (else found by checking).")
+    ] = None,
+    accept_loss: Annotated[
+        bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
+    ] = False,
+    dry_run: DryRun = False,
+) -> None:
+    """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import recovery
+
+        return recovery.recover(
+            app.catalog(),
+            app.engine(),
+            name,
+            lost_from=lost_from,
+            accept_loss=accept_loss,
+            reason=app.reason,
+            dry_run=dry_run,
+        )
+
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        code = 5 if out["refused"] and not out["dry_run"] else 0
+        if app.json:
+            emit_json({"ok": True, **out})
+            return code
+        console = stdout()
+        if out.get("nothing_to_do"):
+            console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
+            return 0
+        prefix = "would " if out["dry_run"] else ""
+        if out["lost_from"] is not None:
+            console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
+        for r in out["progress_resets"]:
+            console.print(
+                f"  {prefix}reset progress {r['source']}→{r['target']}: {r['from']} → {r['to']} (DR2)",
+                markup=False,
+            )
+        for r in out["rounds"]:
+            written = "" if r["written"] is None else f", {r['written']} event(s) written"
+            console.print(
+                f"  round {r['round']}: from {', '.join(r['sources'])}{written} (DR4)", markup=False
+            )
+        for r in out["refused"]:
+            console.print(f"  refused [{r['rule']}] {r['source']}: {r['reason']}", markup=False)
+        for source in out["accepted"]:
+            console.print(
+                f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
+            )
+        console.print(
+            f"{name}: clock {out['clock']['before']} → {out['clock']['after']}, CVV {out['cvv']}",
+            markup=False,
+        )
+        if out["refused"] and not out["dry_run"]:
+            console.print(
+                f"hint: re-run replctl recover location {name} once those neighbours qualify, "
+                f"or accept the loss with --accept-loss",
+                markup=False,
+            )
+        return code
+
+    run(ctx, action, render)
+
+
+@drill_app.command("disaster")
+def drill_disaster(
+    ctx: typer.Context,
+    location: str,
+    from_seq: Annotated[int, typer.Option("--from", help="Destroy the stored events from SEQ on.")],
+    dry_run: DryRun = False,
+) -> None:
+    """Destroy the stored suffix of a log from SEQ on; the catalog is left as a real disaster would."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import recovery
+
+        return recovery.drill(
+            app.catalog(), app.engine(), location, from_seq, reason=app.reason, dry_run=dry_run
+        )
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        verb = "would destroy" if out["dry_run"] else "destroyed"
+        stdout().print(
+            f"{verb} {location}'s stored events from seq {from_seq} on "
+            f"({len(out['destroyed_segments'])} segment(s) gone"
+            + (", one truncated)" if out["truncated_segment"] else ")"),
+            markup=False,
+        )
+        stdout().print(f"next: replctl recover location {location}", markup=False)
+
+    run(ctx, action, render)
+
+
 def register(app: typer.Typer) -> None:
     """Attach these commands to the root app."""
     app.add_typer(log_app, name="log")
     app.command("replicate")(replicate)
     app.command("delete")(delete)
+    app.add_typer(recover_app, name="recover")
+    app.add_typer(drill_app, name="drill")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from replctl.core.model import Connection, ConnectionState, Location, Segment
+from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment
 from replctl.core.startrule import start_rule
 from replctl.core.vectortime import lub
 
@@ -35,8 +35,20 @@ class PassPlan:
     reason: str | None = None
 
 
-def plan_pass(source: Location, target: Location, conn: Connection, segments: list[Segment]) -> PassPlan:
-    """Decide one pass X→Y from the catalog snapshot."""
+def plan_pass(
+    source: Location, target: Location, conn: Connection, segments: list[Segment], *, recovery: bool = False
+) -> PassPlan:
+    """Decide one pass X→Y from the catalog snapshot.
+
+    A recovery pass (DR4) has had its condition checked by the recovery planner, which is ADD1's own condition
+    (DVV-N ≤ CVV-A); it runs over a blocked or pending connection and leaves it active.
+    """
+    if recovery:
+        return _read_plan(target, conn, segments, activate=conn.state is not ConnectionState.ACTIVE)
+    if target.state is LocationState.RECOVERING:
+        return PassPlan(
+            PassAction.WAIT, False, (), conn.progress, f"waits: {target.name} is recovering (DR0)"
+        )
     if conn.state is ConnectionState.BLOCKED:
         return PassPlan(PassAction.BLOCKED, False, (), conn.progress, conn.reason)
     activate = False
@@ -45,6 +57,10 @@ def plan_pass(source: Location, target: Location, conn: Connection, segments: li
         if not verdict.may_start:
             return PassPlan(PassAction.WAIT, False, (), conn.progress, verdict.reason)
         activate = True
+    return _read_plan(target, conn, segments, activate=activate)
+
+
+def _read_plan(target: Location, conn: Connection, segments: list[Segment], *, activate: bool) -> PassPlan:
     fresh = tuple(s for s in segments if s.seq_hi > conn.progress)
     if not fresh:
         return PassPlan(PassAction.NOTHING_NEW, activate, (), conn.progress)

@@ -8,9 +8,9 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
-from replctl.core.model import Location, LocationState, Role
+from replctl.core.model import Location, LocationState, Role, Segment
 from replctl.core.vectortime import VectorTime
-from replctl.errors import InvalidInput, LockHeld, Refused, UnknownName
+from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -139,6 +139,18 @@ def append(
     )
 
 
+def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:
+    """Refuse to read a log whose catalogued segments are gone from the store (a disaster, DR0), with the way out."""
+    missing = [s for s in segments if engine.store.is_local and not engine.store.exists(s.path)]
+    if missing:
+        raise EnvironmentFailure(
+            f"{name}'s log is damaged: {len(missing)} catalogued segment(s) from seq {missing[0].seq_lo} on are "
+            "missing from the store",
+            code="store-damaged",
+            hint=f"replctl recover location {name}",
+        )
+
+
 def show(
     catalog: Catalog,
     engine: Engine,
@@ -155,6 +167,7 @@ def show(
     if segments:
         from replctl.adapters.spark import jobs
 
+        check_stored(engine, name, segments)
         events = jobs.read_log(
             engine.spark(), engine.store, [s.path for s in segments], from_seq=from_seq, limit=limit
         )

@@ -64,8 +64,20 @@ class PassReport:
         }
 
 
-def _pass(ctx: OperationContext, engine: Engine, source_name: str, target_name: str) -> PassReport:
-    """Plan and, unless dry, execute one pass; commits in one transaction."""
+def run_pass(
+    ctx: OperationContext,
+    engine: Engine,
+    source_name: str,
+    target_name: str,
+    *,
+    recovery_filter: str | None = None,
+    recovery: bool = False,
+) -> PassReport:
+    """Plan and, unless dry, execute one pass; commits in one transaction.
+
+    A recovery pass (DR4) reads with `recovery_filter` (DR3: none, or the filter OR-ed with `origin = A`)
+    whatever the connection's state, and leaves the connection active.
+    """
     with ctx.transaction() as tx:
         conn = tx.connection(source_name, target_name)
         if conn is None or not conn.current:
@@ -77,7 +89,7 @@ def _pass(ctx: OperationContext, engine: Engine, source_name: str, target_name: 
         source, target = get_location(tx, source_name), get_location(tx, target_name)
         segments = tx.segments(source_name)
         admission = sorted(admission_projection(load_state(tx), source_name, target_name))
-    plan = plan_pass(source, target, conn, segments)
+    plan = plan_pass(source, target, conn, segments, recovery=recovery)
     state = ConnectionState.ACTIVE.value if plan.activate else conn.state.value
     base = PassReport(source_name, target_name, state, "", progress=conn.progress)
     if plan.action in (PassAction.WAIT, PassAction.BLOCKED):
@@ -106,7 +118,7 @@ def _pass(ctx: OperationContext, engine: Engine, source_name: str, target_name: 
             source_segments=[s.path for s in plan.segments],
             progress=conn.progress,
             target_cvv=target.cvv.to_dict(),
-            filter_sql=conn.filter,
+            filter_sql=recovery_filter if recovery else conn.filter,
             admission=admission,
             target_seq=target.seq,
             out_rel=out_rel,
@@ -190,7 +202,7 @@ def replicate_one(
     """`replicate SRC DST`: one pass."""
 
     def body(ctx: OperationContext) -> dict[str, Any]:
-        report = _pass(ctx, engine, source, target)
+        report = run_pass(ctx, engine, source, target)
         deletions = [] if dry_run else retry_pending(ctx, engine, only={source})
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
 
@@ -217,7 +229,7 @@ def replicate_all(
         for _ in range(MAX_ROUNDS):
             with ctx.transaction() as tx:
                 pairs = [(c.source, c.target) for c in tx.connections() if c.current]
-            round_reports = [_pass(ctx, engine, s, t) for s, t in sorted(pairs)]
+            round_reports = [run_pass(ctx, engine, s, t) for s, t in sorted(pairs)]
             reports.extend(round_reports)
             if dry_run or not any(r.changed for r in round_reports):
                 break

@@ -1,0 +1,154 @@
+"""Disaster recovery decisions (rules.md DR0–DR5): pure.
+
+A disaster loses a suffix of one location's log. The service finds the suffix (DR0), asks `recovered_clock`
+for the metadata (DR1), resets progress (DR2), picks the eligible sources (DR3) and runs event recovery in
+rounds, each re-checking `DVV-N ≤ CVV-A` with `ready_sources` (DR4); neighbours that cannot serve are reported
+with the reason and their connection into A stays blocked (DR5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from replctl.core.model import Connection, Location, Segment
+from replctl.core.topology import TopologyState
+from replctl.core.vectortime import VectorTime
+
+
+@dataclass(frozen=True)
+class Census:
+    """What the store still holds of one catalogued segment: None = the segment is gone."""
+
+    segment: Segment
+    count: int | None
+    max_seq: int | None
+
+
+def lost_from(census: Iterable[Census]) -> int | None:
+    """DR0: the first lost seq, from the stored segments checked against the catalog (None = nothing lost)."""
+    for entry in census:
+        seg = entry.segment
+        if entry.count is None or entry.count == 0 or entry.max_seq is None:
+            return seg.seq_lo
+        if entry.count < seg.count or entry.max_seq < seg.seq_hi:
+            return entry.max_seq + 1
+    return None
+
+
+@dataclass(frozen=True)
+class Split:
+    """The catalogued segments around the first lost seq L."""
+
+    keep: tuple[Segment, ...]  # wholly below L
+    straddle: Segment | None  # holds survivors below L and lost events from L on
+    lost: tuple[Segment, ...]  # wholly at or above L
+
+
+def split_segments(segments: list[Segment], first_lost: int) -> Split:
+    """Sort the segments into kept, straddling and lost ones."""
+    keep = tuple(s for s in segments if s.seq_hi < first_lost)
+    straddle = next((s for s in segments if s.seq_lo < first_lost <= s.seq_hi), None)
+    lost = tuple(s for s in segments if s.seq_lo >= first_lost)
+    return Split(keep, straddle, lost)
+
+
+@dataclass(frozen=True)
+class RecoveredClock:
+    """DR1: CVV-A from what survived, and T, the time A's clock must not run below."""
+
+    cvv: VectorTime
+    floor: int
+
+
+def recovered_clock(
+    location: Location,
+    survivors_lub: VectorTime,
+    neighbours_cvv: Iterable[VectorTime],
+) -> RecoveredClock:
+    """CVV-A = LUB(surviving vts) ⊔ DVV-A ⊔ merged baselines; T = max(own time survived, max CVV-N[A]).
+
+    CVV-A[A] is deliberately not raised to T here: event recovery would then drop A's own lost events (DR1).
+    """
+    cvv = survivors_lub | location.dvv | location.baseline
+    floor = max([cvv[location.name], *(v[location.name] for v in neighbours_cvv)])
+    return RecoveredClock(cvv, floor)
+
+
+@dataclass(frozen=True)
+class Source:
+    """An eligible recovery source N for A (DR3), with the filter its N→A pass uses."""
+
+    name: str
+    filter: str | None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A neighbour that cannot serve event recovery now, and why (DR3/DR4), for the report (DR5)."""
+
+    source: str
+    rule: str
+    reason: str
+    missing: dict[str, tuple[int, int]]
+
+
+def neighbours(state: TopologyState, name: str) -> list[str]:
+    """A's neighbours in U(H): every non-retired location joined to A by a history edge in either direction."""
+    return sorted({t for s, t in state.edges if s == name} | {s for s, t in state.edges if t == name})
+
+
+def eligible_sources(
+    state: TopologyState,
+    name: str,
+    connections: Mapping[tuple[str, str], Connection],
+    or_origin: Callable[[str, str], str],
+) -> tuple[list[Source], list[Refusal]]:
+    """DR3: both directions exist and were never filtered; or A is terminal and N→A is used with `origin = A`.
+
+    `or_origin(filter, location)` is how the caller ORs a filter with `origin = A` (it knows the filter language).
+    """
+    around = neighbours(state, name)
+    terminal = len(around) == 1
+    sources: list[Source] = []
+    refused: list[Refusal] = []
+    for n in around:
+        into = connections.get((n, name))
+        out = connections.get((name, n))
+        if into is None or not into.current:
+            refused.append(
+                Refusal(n, "DR3", f"there is no current connection {n}→{name} to recover over", {})
+            )
+            continue
+        filtered = (n, name) in state.ever_filtered or (name, n) in state.ever_filtered
+        both = out is not None and out.current
+        if both and not filtered:
+            sources.append(Source(n, None))
+        elif terminal:
+            sources.append(Source(n, or_origin(into.filter, name) if into.filter else None))
+        else:
+            why = "was filtered" if filtered else f"has no connection {name}→{n}"
+            refused.append(
+                Refusal(
+                    n,
+                    "DR3",
+                    f"{name} is not terminal and the connection between it and {n} "
+                    f"{why}; recovery over it would lose events (anomaly 3)",
+                    {},
+                )
+            )
+    return sources, refused
+
+
+def ready_sources(pending: list[Source], dvvs: Mapping[str, VectorTime], cvv: VectorTime) -> list[Source]:
+    """DR4: the sources whose DVV ≤ CVV-A now."""
+    return [s for s in pending if dvvs[s.name] <= cvv]
+
+
+def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) -> Refusal:
+    """DR5's report for a source that still fails DR4: the entries A lacks."""
+    missing = dvv.missing_from(cvv)
+    parts = ", ".join(
+        f"{k}: deleted up to {d}, {recovering} has {c}" for k, (d, c) in sorted(missing.items())
+    )
+    return Refusal(source, "DR4", f"{source} has deleted events {recovering} lacks ({parts})", missing)

@@ -1,0 +1,342 @@
+"""Disaster drills and recovery (rules.md DR0–DR5).
+
+`drill` destroys a stored suffix as a real disaster would and leaves the catalog alone. `recover` finds the lost
+suffix by checking the store against the catalog (or takes `--lost-from`), then, holding A in state
+`recovering` (appends refused), recovers metadata (DR1, DR2) in one transaction, runs event recovery in rounds
+(DR4) and ends by moving A's clock past T. Each step commits on its own, so a re-run after a crash resumes: the
+recovering state and the reset progress are in the catalog, and CF1 makes repeated passes harmless.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from typing import Any
+
+from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.core import recovery as dr
+from replctl.core.model import ConnectionState, Location, LocationState, Segment
+from replctl.core.vectortime import VectorTime, lub
+from replctl.errors import InvalidInput, Refused
+from replctl.failpoints import hit
+from replctl.services.engine import Engine
+from replctl.services.logs import get_location
+from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.replication import run_pass
+from replctl.services.topology import load_state
+
+
+def drill(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    from_seq: int,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """`drill disaster LOC --from SEQ`: destroy the stored events with seq ≥ SEQ; the catalog is left as it was."""
+    if from_seq < 1:
+        raise InvalidInput(f"--from takes a seq ≥ 1, got {from_seq}", code="bad-number")
+    if not engine.store.is_local:
+        raise InvalidInput(
+            "drills destroy files and run against local stores only",
+            code="remote-store",
+            hint="point --store at a local copy for a game day",
+        )
+
+    def body(ctx: OperationContext) -> dict[str, Any]:
+        with ctx.transaction() as tx:
+            get_location(tx, name)
+            segments = tx.segments(name)
+        split = dr.split_segments(segments, from_seq)
+        doc = {
+            "location": name,
+            "from": from_seq,
+            "dry_run": ctx.dry_run,
+            "destroyed_segments": [s.path for s in split.lost],
+            "truncated_segment": split.straddle.path if split.straddle else None,
+        }
+        if ctx.dry_run:
+            return doc
+        if split.straddle is not None:
+            from replctl.adapters.spark.recovery import truncate_below
+
+            # Rewrite in place: write the survivors aside, then swap directories, as a torn disk would leave it.
+            aside = engine.store.new_segment_path(name, split.straddle.seq_lo)
+            truncate_below(
+                engine.spark(),
+                engine.store,
+                split.straddle.path,
+                from_seq,
+                aside,
+                keys=sorted(split.straddle.vt_lub),
+            )
+            target = engine.store.local_path(split.straddle.path)
+            shutil.rmtree(target, ignore_errors=True)
+            if engine.store.exists(aside):
+                shutil.move(str(engine.store.local_path(aside)), str(target))
+        for seg in split.lost:
+            engine.store.remove(seg.path)
+        with ctx.transaction() as tx:
+            ctx.step(tx, "destroy", {"from": from_seq, "segments": len(split.lost)})
+        return doc
+
+    return operation(
+        catalog,
+        command="drill disaster",
+        args={"location": name, "from": from_seq},
+        reason=reason,
+        resources=[location_resource(name)],
+        dry_run=dry_run,
+        body=body,
+    )
+
+
+def recover(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    lost_from: int | None = None,
+    accept_loss: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """`recover location NAME [--lost-from SEQ] [--accept-loss]`."""
+    if lost_from is not None and lost_from < 1:
+        raise InvalidInput(f"--lost-from takes a seq ≥ 1, got {lost_from}", code="bad-number")
+    with catalog.transaction() as tx:
+        loc = get_location(tx, name)
+        if loc.retired:
+            raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
+        around = dr.neighbours(load_state(tx), name)
+    return operation(
+        catalog,
+        command="recover location",
+        args={"location": name, "lost_from": lost_from, "accept_loss": accept_loss},
+        reason=reason,
+        resources=[location_resource(n) for n in [name, *around]],
+        dry_run=dry_run,
+        body=lambda ctx: _recover(ctx, engine, name, declared=lost_from, accept_loss=accept_loss),
+    )
+
+
+def _recover(
+    ctx: OperationContext, engine: Engine, name: str, *, declared: int | None, accept_loss: bool
+) -> dict[str, Any]:
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+        segments = tx.segments(name)
+    first_lost = _find_loss(engine, segments, declared)
+    clock_before = loc.seq
+    doc: dict[str, Any] = {
+        "location": name,
+        "lost_from": first_lost,
+        "dry_run": ctx.dry_run,
+        "clock": {"before": clock_before, "after": clock_before},
+        "progress_resets": [],
+        "rounds": [],
+        "refused": [],
+        "accepted": [],
+        "cvv": loc.cvv.to_dict(),
+    }
+    if first_lost is not None:
+        loc = _recover_metadata(ctx, engine, loc, segments=segments, first_lost=first_lost, doc=doc)
+    elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
+        doc["nothing_to_do"] = True
+        return doc
+    _event_recovery(ctx, engine, name, accept_loss, doc)
+    if ctx.dry_run:
+        return doc
+    with ctx.transaction() as tx:
+        current = get_location(tx, name)
+        floor = dr.recovered_clock(
+            current, current.cvv, [x.cvv for x in tx.locations() if x.name != name]
+        ).floor
+        # DR1: the clock never runs in the past; the next own event gets origin_time > T.
+        ended = replace(current, seq=max(current.seq, floor), state=LocationState.ACTIVE)
+        tx.put_location(ended)
+        ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
+    doc["clock"]["after"] = ended.seq
+    doc["cvv"] = ended.cvv.to_dict()
+    if doc["refused"]:
+        ctx.mark_incomplete()
+    return doc
+
+
+def _find_loss(engine: Engine, segments: list[Segment], declared: int | None) -> int | None:
+    """DR0: the declared first lost seq, or the first segment the store no longer holds in full."""
+    found = None
+    if segments:
+        from replctl.adapters.spark.recovery import census
+
+        stored = census(engine.spark(), engine.store, [s.path for s in segments])
+        found = dr.lost_from(dr.Census(s, *stored.get(s.path, (None, None))) for s in segments)
+    if declared is None:
+        return found
+    return declared if found is None else min(declared, found)
+
+
+def _blocked_into(ctx: OperationContext, name: str) -> bool:
+    with ctx.transaction() as tx:
+        return any(c.target == name and c.state is ConnectionState.BLOCKED for c in tx.connections())
+
+
+def _recover_metadata(
+    ctx: OperationContext,
+    engine: Engine,
+    loc: Location,
+    *,
+    segments: list[Segment],
+    first_lost: int,
+    doc: dict[str, Any],
+) -> Location:
+    """DR1 and DR2 in one transaction: survivors, CVV, numbering from the last survivor, progress resets."""
+    split = dr.split_segments(segments, first_lost)
+    kept_stats, out_rel = None, None
+    if split.straddle is not None and not ctx.dry_run:
+        from replctl.adapters.spark.recovery import truncate_below
+
+        out_rel = engine.store.new_segment_path(loc.name, split.straddle.seq_lo)
+        kept_stats = truncate_below(
+            engine.spark(), engine.store, split.straddle.path, first_lost, out_rel, keys=sorted(loc.cvv)
+        )
+    survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])
+    last_survivor = max(
+        [loc.deleted_upto, *(s.seq_hi for s in split.keep), kept_stats.seq_hi if kept_stats else 0]
+    )
+    with ctx.transaction() as tx:
+        others = [x.cvv for x in tx.locations() if x.name != loc.name]
+        clock = dr.recovered_clock(loc, survivors, others)
+        resets = _progress_resets(tx, loc.name, last_survivor)
+        doc["progress_resets"] = resets
+        doc["survivors_upto"] = last_survivor
+        doc["clock"]["floor"] = clock.floor
+        if ctx.dry_run:
+            doc["cvv"] = clock.cvv.to_dict()
+            return loc
+        gone = [*split.lost, *([split.straddle] if split.straddle else [])]
+        tx.delete_segments([s.id for s in gone])
+        if kept_stats is not None and out_rel is not None:
+            tx.add_segment(
+                loc.name,
+                out_rel,
+                kept_stats.seq_lo,
+                kept_stats.seq_hi,
+                kept_stats.count,
+                VectorTime(kept_stats.vt_lub),
+                ctx.id,
+            )
+        for conn in tx.connections():
+            if conn.current and conn.source == loc.name and conn.progress > last_survivor:
+                tx.put_connection(replace(conn, progress=last_survivor))  # DR2 at the readers of A
+            elif conn.current and conn.target == loc.name:
+                tx.put_connection(replace(conn, progress=0))  # DR2 at A; CF1 makes it safe
+        # Numbering restarts after the last survivor (seqs are reused); the clock floor applies at the end.
+        recovering = replace(loc, seq=last_survivor, cvv=clock.cvv, state=LocationState.RECOVERING)
+        tx.put_location(recovering)
+        ctx.step(
+            tx,
+            "metadata",
+            {
+                "lost_from": first_lost,
+                "survivors_upto": last_survivor,
+                "cvv": clock.cvv.to_dict(),
+                "floor": clock.floor,
+            },
+        )
+    hit("recover.after-metadata")
+    for seg in gone:
+        engine.store.remove(seg.path)
+    return recovering
+
+
+def _progress_resets(tx: CatalogTransaction, name: str, last_survivor: int) -> list[dict[str, Any]]:
+    resets = []
+    for conn in tx.connections():
+        if not conn.current:
+            continue
+        if conn.source == name and conn.progress > last_survivor:
+            resets.append({"source": name, "target": conn.target, "from": conn.progress, "to": last_survivor})
+        elif conn.target == name and conn.progress > 0:
+            resets.append({"source": conn.source, "target": name, "from": conn.progress, "to": 0})
+    return resets
+
+
+def _event_recovery(
+    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+) -> None:
+    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest."""
+    from replctl.filterexpr import or_origin
+
+    with ctx.transaction() as tx:
+        state = load_state(tx)
+        connections = {c.key: c for c in tx.connections()}
+        dvvs = {x.name: x.dvv for x in tx.locations()}
+        cvv = get_location(tx, name).cvv
+    sources, refused = dr.eligible_sources(state, name, connections, or_origin)
+    pending = list(sources)
+    rounds: list[dict[str, Any]] = []
+    while pending and not ctx.dry_run:
+        ready = dr.ready_sources(pending, dvvs, cvv)
+        if not ready:
+            break
+        written = 0
+        for source in ready:
+            report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
+            written += report.written
+            pending.remove(source)
+        rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
+        with ctx.transaction() as tx:
+            cvv = get_location(tx, name).cvv
+    if ctx.dry_run:  # the same planner, one round ahead: what the first round would use
+        ready = dr.ready_sources(pending, dvvs, cvv)
+        rounds = [{"round": 1, "sources": [s.name for s in ready], "written": None}] if ready else []
+        pending = [s for s in pending if s not in ready]
+    refused += [dr.dr4_refusal(s.name, dvvs[s.name], cvv, name) for s in pending]
+    doc["rounds"] = rounds
+    _settle_refused(ctx, name, refused, accept_loss=accept_loss, dvvs=dvvs, doc=doc)
+
+
+def _settle_refused(
+    ctx: OperationContext,
+    name: str,
+    refused: list[dr.Refusal],
+    *,
+    accept_loss: bool,
+    dvvs: dict[str, VectorTime],
+    doc: dict[str, Any],
+) -> None:
+    """DR5: block N→A for every neighbour that could not serve, or accept the loss (merge DVV-N, unblock)."""
+    report = [
+        {
+            "source": r.source,
+            "rule": r.rule,
+            "reason": r.reason,
+            "missing": {k: list(v) for k, v in r.missing.items()},
+        }
+        for r in refused
+    ]
+    if ctx.dry_run:
+        doc["refused"] = report
+        return
+    with ctx.transaction() as tx:
+        for r in refused:
+            conn = tx.connection(r.source, name)
+            if conn is None or not conn.current:
+                continue
+            if accept_loss:
+                loc = get_location(tx, name)
+                merged = dvvs[r.source]
+                tx.put_location(
+                    replace(loc, cvv=loc.cvv | merged, dvv=loc.dvv | merged, baseline=loc.baseline | merged)
+                )
+                tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
+                ctx.step(tx, "accept-loss", {"source": r.source, "merged": merged.to_dict()})
+                doc["accepted"].append(r.source)
+            else:
+                tx.put_connection(
+                    replace(conn, state=ConnectionState.BLOCKED, reason=f"blocked [{r.rule}/DR5]: {r.reason}")
+                )
+    doc["refused"] = [] if accept_loss else report

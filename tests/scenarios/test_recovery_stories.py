@@ -1,0 +1,185 @@
+"""Disaster recovery stories through the CLI with exact log contents (rules.md DR0–DR5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clitool import Replctl
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    tool = Replctl(tmp_path)
+    tool("init")
+    return tool
+
+
+def append(rc: Replctl, location: str, *keys: str) -> None:
+    args = []
+    for key in keys:
+        args += ["--event", json.dumps({"key": key})]
+    rc("log", "append", location, *args)
+
+
+def loc(rc: Replctl, name: str) -> dict:
+    return next(x for x in rc.json("status")["locations"] if x["name"] == name)
+
+
+def conn(rc: Replctl, source: str, target: str) -> dict:
+    return next(c for c in rc.json("status")["connections"] if (c["source"], c["target"]) == (source, target))
+
+
+def own_times(rc: Replctl, location: str) -> list[int]:
+    return [e["origin_time"] for e in rc.json("log", "show", location)["events"] if e["origin"] == location]
+
+
+def test_a_partial_loss_is_found_recovered_and_neighbours_read_new_events_at_the_reused_seqs(
+    rc: Replctl,
+) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    append(rc, "A", "a1")
+    rc("replicate")
+    append(rc, "A", "a2", "a3")  # never reached B: lost for good below
+    rc("drill", "disaster", "A", "--from", "2")
+    damaged = rc.json("log", "show", "A", expect=6)
+    assert damaged["error"]["code"] == "store-damaged"
+    assert damaged["error"]["hint"] == "replctl recover location A"
+    plan = rc.json("recover", "location", "A", "--dry-run")
+    assert plan["lost_from"] == 2 and plan["rounds"] == [{"round": 1, "sources": ["B"], "written": None}]
+    assert rc.json("status")["locations"][0]["state"] == "active"  # the dry run changed nothing
+    # Appends wait while A recovers (checked inside the run); the run itself:
+    doc = rc.json("recover", "location", "A")
+    assert doc["lost_from"] == 2
+    # progress(B,A) = 1 already (B read only a1); A re-reads B from the start (DR2, safe by CF1).
+    assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
+    assert doc["clock"] == {"before": 3, "after": 1, "floor": 1}
+    append(rc, "A", "a4")
+    events = rc.json("log", "show", "A")["events"]
+    assert [(e["seq"], e["key"], e["origin_time"]) for e in events] == [(1, "a1", 1), (2, "a4", 2)]
+    rc("replicate")
+    assert rc.keys("B") == ["a1", "a4"]  # B read a4 at A's reused seq 2
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_location_whose_own_events_were_deleted_at_its_only_neighbour_continues_its_clock_and_waits(
+    rc: Replctl,
+) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    append(rc, "A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "B", "--upto", "3")  # A has them, so B may delete them
+    assert rc.keys("B") == []
+    rc("drill", "disaster", "A", "--from", "1")
+    out = rc("recover", "location", "A", "--json", expect=5).doc
+    assert out["rounds"] == []
+    assert [(r["source"], r["rule"]) for r in out["refused"]] == [("B", "DR4")]
+    assert out["refused"][0]["missing"] == {"A": [3, 0]}
+    assert conn(rc, "B", "A")["state"] == "blocked"
+    assert rc.keys("A") == []
+    assert out["clock"]["after"] == 3  # T = CVV-B[A]: B deleted a1..a3 but its CVV still counts them
+    rc("replicate")
+    assert rc.keys("A") == []  # B→A stays blocked: no event recovery in disguise
+    accepted = rc.json("recover", "location", "A", "--accept-loss")
+    assert accepted["accepted"] == ["B"] and accepted["refused"] == []
+    assert conn(rc, "B", "A")["state"] == "active"
+    assert (loc(rc, "A")["dvv"], loc(rc, "A")["cvv"]) == ({"A": 3}, {"A": 3})
+    # The clock continues after the old events: the next own entry is higher than any before the disaster.
+    append(rc, "A", "a4")
+    assert rc.json("log", "show", "A")["events"][0]["vt"] == {"A": 4}
+    rc("replicate")
+    assert rc.keys("B") == ["a4"]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_anomaly_3_recovery_of_a_non_terminal_location_over_filtered_connections_is_refused(
+    rc: Replctl,
+) -> None:
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both", "--filter", "key <> 'secret'")
+    rc("topology", "add", "A", "C", "--both", "--filter", "key <> 'secret'")
+    append(rc, "A", "a1", "a2")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "1")
+    out = rc("recover", "location", "A", "--json", expect=5).doc
+    assert out["rounds"] == []
+    assert sorted((r["source"], r["rule"]) for r in out["refused"]) == [("B", "DR3"), ("C", "DR3")]
+    assert rc.keys("A") == []  # nothing written
+    assert conn(rc, "B", "A")["state"] == "blocked" and conn(rc, "C", "A")["state"] == "blocked"
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_terminal_location_recovers_its_own_events_and_the_filtered_ones_over_its_filtered_connection(
+    rc: Replctl,
+) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "B", "A", "--filter", "key = 'x'")
+    append(rc, "A", "a1", "a2")
+    append(rc, "B", "x", "y")
+    rc("replicate")
+    assert rc.keys("A") == ["a1", "a2", "x"]
+    rc("drill", "disaster", "A", "--from", "1")
+    doc = rc.json("recover", "location", "A")
+    assert doc["rounds"] == [{"round": 1, "sources": ["B"], "written": 3}]
+    # In B's order (REP1): B stored its own x, y before a1, a2; y stays filtered out.
+    assert rc.keys("A") == ["x", "a1", "a2"]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_recovery_runs_in_two_rounds_when_the_second_source_qualifies_only_after_the_first(
+    rc: Replctl,
+) -> None:
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc("topology", "add", "B", "C", "--both")
+    append(rc, "A", "a1")
+    append(rc, "B", "b1")
+    append(rc, "C", "c1")
+    rc("replicate")
+    rc("delete", "C", "--upto", "1")  # C deleted c1 (everyone has it): DVV-C = {C:1}
+    rc("drill", "disaster", "A", "--from", "1")
+    doc = rc.json("recover", "location", "A")
+    assert doc["rounds"] == [
+        {"round": 1, "sources": ["B"], "written": 3},
+        {"round": 2, "sources": ["C"], "written": 0},
+    ]
+    assert sorted(rc.keys("A")) == ["a1", "b1", "c1"]
+    assert doc["refused"] == []
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_appends_to_a_recovering_location_are_refused_with_exit_4(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replctl.failpoints import FailpointCrash
+
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    append(rc, "A", "a1", "a2")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "2")
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "recover.after-metadata")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("recover", "location", "A", expect=None)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    assert loc(rc, "A")["state"] == "recovering"
+    doc = rc.json("log", "append", "A", "--event", '{"key": "no"}', expect=4)
+    assert doc["error"]["code"] == "recovering"
+    rc("recover", "location", "A")  # resumes and finishes
+    assert loc(rc, "A")["state"] == "active"
+    assert rc.keys("A") == ["a1", "a2"]
+    assert rc.json("log", "verify")["ok"]
