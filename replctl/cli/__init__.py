@@ -131,13 +131,14 @@ def root(
 
 
 def _register() -> None:
-    from replctl.cli import data_cmds, location, ops, setup, topology
+    from replctl.cli import data_cmds, demo, location, ops, setup, topology
 
     setup.register(app)
     app.add_typer(location.app, name="location")
     app.add_typer(topology.app, name="topology")
     data_cmds.register(app)
     app.add_typer(ops.app, name="ops")
+    app.command("demo")(demo.demo)
 
 
 _register()

@@ -193,6 +193,20 @@ def replicate(
                 p["reason"] or "",
             )
         stdout().print(table)
+        for d in out["deletions"]:
+            if d["pending"]:
+                held = ", ".join(b["target"] for b in d["blocked_by"])
+                stdout().print(
+                    f"pending deletion at {d['location']} still waits for {held}; physically deleted "
+                    f"up to {d['deleted_upto']} of {d['requested_upto']}",
+                    markup=False,
+                )
+            else:
+                stdout().print(
+                    f"pending deletion at {d['location']} completed: physically deleted up to "
+                    f"{d['deleted_upto']}",
+                    markup=False,
+                )
 
     run(ctx, action, render)
 

@@ -134,22 +134,47 @@ def retire(
     ] = False,
     dry_run: DryRun = False,
 ) -> None:
-    """Retire a location (RET1): it leaves the history projection; its id is never reused."""
+    """Retire a location (RET1): it leaves the history projection; its id is never reused.
+
+    With --prune-clock its id is then removed from every vt, CVV and DVV (RET2), once every remaining
+    location has all of its events (RET3); re-run it on a retired location to prune later.
+    """
 
     def action(app: AppContext) -> Any:
-        from replctl.services import topology
+        from replctl.services import retirement
 
-        if prune_clock:
-            from replctl.errors import Refused
+        return retirement.retire(
+            app.catalog(), app.engine(), name, prune_clock=prune_clock, reason=app.reason, dry_run=dry_run
+        )
 
-            raise Refused(
-                "clock pruning (RET2) is not available in this version",
-                code="not-implemented",
-                hint=f"retire without it: replctl location retire {name}",
+    def render(app: AppContext, out: Any) -> None:
+        pruning = out.pruning
+        if app.json:
+            doc = topology_outcome_json(out.retirement)
+            if pruning is not None:
+                doc["prune"] = pruning
+            emit_json(doc)
+            return
+        if pruning is None or out.retirement.changes:
+            render_topology_outcome(app, out.retirement)
+        else:
+            stdout().print(f"{name} is already retired", markup=False)
+        if pruning is None:
+            return
+        console = stdout()
+        if not pruning["logs"]:
+            console.print(f"no clock holds {name}: nothing to prune", markup=False)
+        verb = "would prune" if pruning["dry_run"] else "pruned"
+        for log in pruning["logs"]:
+            console.print(
+                f"{verb} {name} in {log['location']}: {len(log['rewritten'])} segment(s) rewritten, "
+                f"{log['untouched']} untouched",
+                markup=False,
             )
-        return topology.retire_location(app.catalog(), name, reason=app.reason, dry_run=dry_run)
+            for path in log["rewritten"] if pruning["dry_run"] else ():
+                console.print(f"  rewrite {path}", markup=False)
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render)
 
 
 __all__ = ["app", "topology_outcome_json"]

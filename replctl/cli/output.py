@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -11,9 +12,16 @@ from rich.console import Console
 from replctl.errors import ReplctlError
 
 
+def _width(stream: Any) -> int | None:
+    # Piped into a file or a runbook, Rich would squeeze tables to 80 columns; give them room instead.
+    if os.environ.get("COLUMNS") or (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    return 200
+
+
 def stdout() -> Console:
     """A console on the current stdout (CliRunner swaps sys.stdout per invocation)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout))
 
 
 def stderr() -> Console:

@@ -116,10 +116,7 @@ def eligible_sources(
         into = connections.get((n, name))
         out = connections.get((name, n))
         if into is None or not into.current:
-            refused.append(
-                Refusal(n, "DR3", f"there is no current connection {n}→{name} to recover over", {})
-            )
-            continue
+            continue  # nothing flows from N into A: no source, and nothing to block (DR5)
         filtered = (n, name) in state.ever_filtered or (name, n) in state.ever_filtered
         both = out is not None and out.current
         if both and not filtered:

@@ -1,0 +1,151 @@
+"""`replctl demo`: the whole story on the embedded defaults, narrated, in a fresh folder.
+
+Every step is a real `replctl` command run in this process (so Spark starts once), printed as an operator would
+type it, followed by its output. The demo stops at the first step that does not end as expected.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replctl.cli.output import stdout
+
+
+@dataclass(frozen=True)
+class Step:
+    """One narrated command and the exit code the story expects from it."""
+
+    say: str
+    args: tuple[str, ...]
+    expect: int = 0
+
+
+def _events(*keys: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in keys:
+        out += ["--event", json.dumps({"key": key, "type": "demo"})]
+    return tuple(out)
+
+
+STORY: tuple[Step, ...] = (
+    Step("Create the catalog (SQLite) and the log store in this folder.", ("init",)),
+    Step(
+        "Three read-write locations in a cycle, and D, a read-only leaf behind C.", ("location", "add", "A")
+    ),
+    Step("", ("location", "add", "B")),
+    Step("", ("location", "add", "C")),
+    Step("", ("location", "add", "D", "--role", "read-only")),
+    Step("Connect A, B and C both ways: a cycle.", ("topology", "add", "A", "B", "--both")),
+    Step("", ("topology", "add", "B", "C", "--both")),
+    Step("", ("topology", "add", "C", "A", "--both")),
+    Step(
+        "D hangs off C and only wants events tagged 'ext': a filter on a leaf edge is safe.",
+        ("topology", "add", "C", "D", "--filter", "array_contains(tags, 'ext')"),
+    ),
+    Step(
+        "A filter inside the cycle would let causally related events arrive on two paths: refused (F1).",
+        ("topology", "filter", "A", "B", "--set", "key = 'a1'"),
+        3,
+    ),
+    Step("Write at every read-write location.", ("log", "append", "A", *_events("a1", "a2"))),
+    Step("", ("log", "append", "B", "--event", json.dumps({"key": "b1", "tags": ["ext"]}))),
+    Step("", ("log", "append", "C", *_events("c1"))),
+    Step(
+        "Replicate every connection until nothing changes (causal order, duplicates dropped by CF1).",
+        ("replicate",),
+    ),
+    Step("D received only the events its filter admits.", ("log", "show", "D")),
+    Step("More writes at A that B and C have not seen yet.", ("log", "append", "A", *_events("a3"))),
+    Step(
+        "Delete A's log up to seq 5 (a3): A may drop only what every target already has (DEL3), so a3 waits.",
+        ("delete", "A", "--upto", "5"),
+        5,
+    ),
+    Step(
+        "The next replication run delivers a3 and retries the pending deletion, which completes.",
+        ("replicate",),
+    ),
+    Step(
+        "A game-day drill: destroy C's stored events from seq 2 on, as a disk failure would.",
+        ("drill", "disaster", "C", "--from", "2"),
+    ),
+    Step(
+        "Recover C: metadata first, then events from its eligible neighbours, in rounds (DR0–DR5).",
+        ("recover", "location", "C"),
+    ),
+    Step(
+        "A new location E joins from B with only new events (history mode 'none').", ("location", "add", "E")
+    ),
+    Step("", ("topology", "add", "B", "E", "--history", "none")),
+    Step("", ("log", "append", "B", *_events("b2"))),
+    Step("", ("replicate",)),
+    Step("E holds only what was written after it joined.", ("log", "show", "E")),
+    Step(
+        "Retire E: first its connection goes, then the location (its name is never reused).",
+        ("topology", "remove", "B", "E"),
+    ),
+    Step("", ("location", "retire", "E")),
+    Step("Check the invariants of every log (storage order, no duplicates, clocks).", ("log", "verify")),
+    Step("Where everything stands.", ("status",)),
+)
+
+
+def _quote(arg: str) -> str:
+    """Quote as an operator would type it: double quotes around SQL with single quotes inside."""
+    if "'" in arg and '"' not in arg:
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
+def demo(
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Folder for the demo's catalog and logs (default: a new one)."),
+    ] = None,
+) -> None:
+    """Run the whole story on the embedded defaults (SQLite, local files, local Spark), narrated."""
+    from replctl.cli import app
+
+    folder = directory or Path(tempfile.mkdtemp(prefix="replctl-demo-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    base = ["--db", f"sqlite:///{folder.resolve() / 'catalog.db'}", "--store", str(folder.resolve() / "logs")]
+    console = stdout()
+    console.print(f"replctl demo in {folder}", style="bold", markup=False)
+    started = time.monotonic()
+    for step in STORY:
+        if step.say:
+            console.print()
+            console.print(step.say, style="bold cyan", markup=False, soft_wrap=True)
+        console.print(
+            "$ replctl " + " ".join(_quote(a) for a in step.args), style="dim", markup=False, soft_wrap=True
+        )
+        sys.stdout.flush()
+        try:
+            # Without standalone mode the command's exit code comes back as the return value.
+            code = app([*base, *step.args], standalone_mode=False) or 0
+        except typer.Exit as done:
+            code = done.exit_code
+        if code != step.expect:
+            console.print(
+                f"the demo stopped: exit {code}, expected {step.expect}", style="bold red", markup=False
+            )
+            raise typer.Exit(1)
+    console.print()
+    console.print(f"Done in {time.monotonic() - started:.0f} s. Look next at:", style="bold", markup=False)
+    env = f"REPLCTL_DB=sqlite:///{folder.resolve() / 'catalog.db'} REPLCTL_STORE={folder.resolve() / 'logs'}"
+    for hint in (
+        "replctl topology show --format tree",
+        "replctl topology history",
+        "replctl ops list",
+        "replctl log show A",
+    ):
+        console.print(f"  {env} {hint}", markup=False)
