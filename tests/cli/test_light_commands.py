@@ -1,0 +1,90 @@
+"""Commands that need no Spark must not import pyspark, and commands that only read the catalog not alembic.
+
+Each command runs in a fresh interpreter (imports are per process), against a real initialised catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = """
+import atexit, json, sys
+from replctl.cli import main
+atexit.register(lambda: print(json.dumps({m: m in sys.modules for m in ("pyspark", "alembic", "py4j")}),
+                              file=sys.stderr))
+sys.argv = ["replctl", *sys.argv[1:]]
+main()
+"""
+
+
+def loaded(args: list[str], env: dict[str, str]) -> dict[str, bool]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 3), done.stderr
+    last: dict[str, bool] = json.loads(done.stderr.strip().splitlines()[-1])
+    return last
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("light")
+    env = {
+        **os.environ,
+        "REPLCTL_DB": f"sqlite:///{root / 'catalog.db'}",
+        "REPLCTL_STORE": str(root / "logs"),
+    }
+    for args in (
+        ["init"],
+        ["location", "add", "A"],
+        ["location", "add", "B"],
+        ["topology", "add", "A", "B"],
+        ["topology", "filter", "A", "B", "--set", "key = 'x'"],
+    ):
+        subprocess.run(
+            [sys.executable, "-m", "replctl", *args], env=env, check=True, capture_output=True, timeout=120
+        )
+    return env
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["topology", "validate"],
+        ["status"],
+        ["status", "--json"],
+        ["topology", "show"],
+        ["location", "list"],
+        ["ops", "list"],
+    ],
+)
+def test_commands_without_a_job_import_neither_pyspark_nor_alembic(
+    args: list[str], env: dict[str, str]
+) -> None:
+    assert loaded(args, env) == {"pyspark": False, "alembic": False, "py4j": False}
+
+
+def test_the_probe_would_see_pyspark_if_a_command_imported_it(env: dict[str, str], tmp_path: Path) -> None:
+    # Guards the guard: `config show` is light too, but importing pyspark first must show up.
+    probe_env = {**env, "PYTHONSTARTUP": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", "import pyspark\n" + PROBE, "config", "show"],
+        env=probe_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1])["pyspark"] is True
