@@ -21,6 +21,7 @@ class PassAction(StrEnum):
     BLOCKED = "blocked"  # DR5: only a recovery run may use it
     NOTHING_NEW = "nothing-new"
     ALL_KNOWN = "all-known"  # CF1 would skip every new event: advance progress without reading
+    COPY = "copy"  # fast bootstrap: the pass would write every stored event at the same seq
     RUN = "run"
 
 
@@ -36,7 +37,14 @@ class PassPlan:
 
 
 def plan_pass(
-    source: Location, target: Location, conn: Connection, segments: list[Segment], *, recovery: bool = False
+    source: Location,
+    target: Location,
+    conn: Connection,
+    segments: list[Segment],
+    *,
+    recovery: bool = False,
+    target_empty: bool = False,
+    admission: bool = False,
 ) -> PassPlan:
     """Decide one pass X→Y from the catalog snapshot.
 
@@ -57,7 +65,22 @@ def plan_pass(
         if not verdict.may_start:
             return PassPlan(PassAction.WAIT, False, (), conn.progress, verdict.reason)
         activate = True
+    if target_empty and not admission and copies_exactly(source, target, conn):
+        fresh = tuple(s for s in segments if s.seq_hi > conn.progress)
+        if fresh:
+            return PassPlan(PassAction.COPY, activate, fresh, max(s.seq_hi for s in fresh))
     return _read_plan(target, conn, segments, activate=activate)
+
+
+def copies_exactly(source: Location, target: Location, conn: Connection) -> bool:
+    """Fast bootstrap: an ordinary first pass into an empty Y would write X's stored log unchanged.
+
+    It holds when the connection is unfiltered and nothing was examined yet, and CVV-Y equals DVV-X (an empty
+    log that joined with `complete` history from a source that deleted nothing, or with `current` history):
+    no stored event of X is ≤ DVV-X (a stored event under a deleted one would precede it, EM3, and be deleted
+    too), so CF1 skips none, and seq' = 0 + (seq − 0) keeps every seq. Copying the files is then the same pass.
+    """
+    return conn.filter is None and conn.progress == 0 and target.seq == 0 and target.cvv == source.dvv
 
 
 def _read_plan(target: Location, conn: Connection, segments: list[Segment], *, activate: bool) -> PassPlan:

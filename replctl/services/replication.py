@@ -88,8 +88,17 @@ def run_pass(
             )
         source, target = get_location(tx, source_name), get_location(tx, target_name)
         segments = tx.segments(source_name)
+        target_segments = tx.segments(target_name)
         admission = sorted(admission_projection(load_state(tx), source_name, target_name))
-    plan = plan_pass(source, target, conn, segments, recovery=recovery)
+    plan = plan_pass(
+        source,
+        target,
+        conn,
+        segments,
+        recovery=recovery,
+        admission=bool(admission),
+        target_empty=not recovery and not target_segments and engine.store.is_local,
+    )
     state = ConnectionState.ACTIVE.value if plan.activate else conn.state.value
     base = PassReport(source_name, target_name, state, "", progress=conn.progress)
     if plan.action in (PassAction.WAIT, PassAction.BLOCKED):
@@ -105,7 +114,13 @@ def run_pass(
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
         return replace(base, action=action, progress=plan.new_progress)
     if ctx.dry_run:
-        return replace(base, action="would-run", progress=conn.progress)
+        return replace(
+            base,
+            action="would-copy" if plan.action is PassAction.COPY else "would-run",
+            progress=conn.progress,
+        )
+    if plan.action is PassAction.COPY:
+        return _copy(ctx, engine, conn, plan, base)
 
     from replctl.adapters.spark import jobs
     from replctl.adapters.spark.results import PassSpec
@@ -170,6 +185,39 @@ def run_pass(
         blocked_at=result.blocked_at,
         progress=result.progress,
         reason=reason,
+    )
+
+
+def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, base: PassReport) -> PassReport:
+    """Fast bootstrap: copy X's segment files verbatim; the catalog ends as an ordinary pass would leave it."""
+    copied = []
+    for seg in plan.segments:
+        out_rel = engine.store.new_segment_path(conn.target, seg.seq_lo)
+        engine.store.copy_segment(seg.path, out_rel)
+        copied.append((seg, out_rel))
+    hit("replicate.after-write")
+    count = sum(seg.count for seg, _ in copied)
+    with ctx.transaction() as tx:
+        target = get_location(tx, conn.target)
+        for seg, out_rel in copied:
+            tx.add_segment(conn.target, out_rel, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, ctx.id)
+        tx.put_location(
+            replace(target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _ in copied)))
+        )
+        _commit(ctx, tx, conn, plan.activate, plan.new_progress)
+        ctx.step(
+            tx,
+            "copy",
+            {"source": conn.source, "target": conn.target, "segments": len(copied), "events": count},
+        )
+    hit("replicate.after-commit")
+    return replace(
+        base,
+        state=ConnectionState.ACTIVE.value,
+        action="copied",
+        examined=count,
+        written=count,
+        progress=plan.new_progress,
     )
 
 
