@@ -141,6 +141,41 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
     run(ctx, action, render)
 
 
+@log_app.command("compact")
+def compact(
+    ctx: typer.Context,
+    location: str,
+    gc: Annotated[bool, typer.Option("--gc", help="Also remove segment files no catalog row names.")] = False,
+    dry_run: DryRun = False,
+) -> None:
+    """Merge runs of small segments into one (many small passes leave many small files)."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import compaction
+
+        return compaction.compact(
+            app.catalog(), app.engine(), location, gc=gc, reason=app.reason, dry_run=dry_run
+        )
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        verb = "would merge" if out["dry_run"] else "merged"
+        for merged in out["merged"]:
+            stdout().print(
+                f"{verb} {merged['from']} segments (seq {merged['seq_lo']}..{merged['seq_hi']}) into one",
+                markup=False,
+            )
+        for path in out["orphans_removed"]:
+            stdout().print(f"{'would remove' if out['dry_run'] else 'removed'} orphan {path}", markup=False)
+        stdout().print(
+            f"{location}: {out['segments_before']} → {out['segments_after']} segment(s)", markup=False
+        )
+
+    run(ctx, action, render)
+
+
 def replicate(
     ctx: typer.Context,
     endpoints: Annotated[

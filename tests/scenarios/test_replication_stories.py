@@ -189,3 +189,28 @@ def test_verify_names_the_first_violating_seq_of_a_corrupted_log(rc: Replctl, tm
     engine.dispose()
     doc = rc.json("log", "verify", "A", expect=3)
     assert doc["ok"] is False and doc["error"]["code"] == "I3"
+
+
+def test_compaction_merges_small_segments_and_collects_files_a_crash_left_behind(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    for key in ("e1", "e2", "e3"):
+        append(rc, "A", key)
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "replicate.after-write")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("replicate", "A", "B", expect=None)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    before = rc.json("log", "show", "A")["events"]
+    doc = rc.json("log", "compact", "A")
+    assert (doc["segments_before"], doc["segments_after"]) == (3, 1)
+    assert rc.json("log", "show", "A")["events"] == before
+    gc = rc.json("log", "compact", "B", "--gc")
+    # B was empty, so the crashed pass was the fast bootstrap: it had copied A's three segments.
+    assert len(gc["orphans_removed"]) == 3 and all(p.startswith("B/") for p in gc["orphans_removed"])
+    rc("replicate")
+    assert rc.keys("B") == ["e1", "e2", "e3"]
+    verify_all(rc)
