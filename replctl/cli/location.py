@@ -162,17 +162,25 @@ def retire(
         if pruning is None:
             return
         console = stdout()
-        if not pruning["logs"]:
+        if not pruning["logs"] and not pruning["vectors"]:
             console.print(f"no clock holds {name}: nothing to prune", markup=False)
-        verb = "would prune" if pruning["dry_run"] else "pruned"
+            return
+        dry = pruning["dry_run"]
         for log in pruning["logs"]:
             console.print(
-                f"{verb} {name} in {log['location']}: {len(log['rewritten'])} segment(s) rewritten, "
+                f"{'would prune' if dry else 'pruned'} {name} from the vts of {log['location']}: "
+                f"{len(log['rewritten'])} segment(s) {'to rewrite' if dry else 'rewritten'}, "
                 f"{log['untouched']} untouched",
                 markup=False,
             )
-            for path in log["rewritten"] if pruning["dry_run"] else ():
+            for path in log["rewritten"] if dry else ():
                 console.print(f"  rewrite {path}", markup=False)
+        if pruning["vectors"]:
+            console.print(
+                f"{'would drop' if dry else 'dropped'} {name} from the CVV, DVV and baseline of "
+                + ", ".join(pruning["vectors"]),
+                markup=False,
+            )
 
     run(ctx, action, render)
 

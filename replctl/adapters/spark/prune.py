@@ -1,0 +1,62 @@
+"""Clock pruning of one log as a Spark job (rules.md RET2): every vt loses the retired key, nothing else changes.
+
+Each segment to prune is rewritten into a new segment directory with the same rows, seqs and identities
+(origin, origin_time stay, M3); only the `vt` map loses one key. Old segments are never changed: the caller
+commits the new rows and removes the old files afterwards, so a job that dies leaves only orphans that no
+catalog row names (garbage, never read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from replctl.adapters.spark.jobs import _write_segment
+from replctl.adapters.spark.results import SegmentStats
+from replctl.adapters.spark.schema import EVENT_COLUMNS, read_events
+from replctl.adapters.spark.session import spark_failures
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from replctl.adapters.logstore import LogStore
+
+
+@dataclass(frozen=True)
+class SegmentRewrite:
+    """One segment to prune: where it is, and the new relative path to write its pruned copy to."""
+
+    source: str
+    target: str
+
+
+def without_key(events: DataFrame, key: str) -> DataFrame:
+    """RET2 on a DataFrame of events: drop `key` from every vt; every other column is kept as it is."""
+    return events.withColumn("vt", F.map_filter("vt", lambda k, _v: k != F.lit(key))).select(*EVENT_COLUMNS)
+
+
+def prune_log(
+    spark: SparkSession,
+    store: LogStore,
+    rewrites: Sequence[SegmentRewrite],
+    *,
+    key: str,
+    keys: Sequence[str],
+) -> list[SegmentStats | None]:
+    """Rewrite each segment of one log without `key` in its vts; returns each new segment's statistics.
+
+    `keys` are the keys the pruned vts may hold (the log's CVV keys without `key`), so each write gathers its
+    vt LUB as it goes (`jobs._write_segment`). The rows of a segment are mapped one to one, without a shuffle,
+    so each file keeps its seq order; the seq range and count come back unchanged for the caller to check.
+    A segment that held no rows yields None.
+    """
+    kept = sorted(set(keys) - {key})
+    out: list[SegmentStats | None] = []
+    with spark_failures(f"pruning {key} from the clocks of a log"):
+        for rewrite in rewrites:
+            events = read_events(spark, store, [rewrite.source])
+            out.append(_write_segment(spark, store, without_key(events, key), rewrite.target, kept))
+    return out

@@ -1,0 +1,230 @@
+"""Retirement with clock pruning: `location retire Z --prune-clock` (rules.md RET1–RET3, M3).
+
+Retiring is the topology use case (`services.topology.retire_location`, RET1); pruning is its own operation
+that runs after it: load every location and segment row → decide in the core (`core.retirement`, RET3) →
+rewrite and commit log by log → drop Z from every vector at once → report.
+
+Crash safety: for each log, the pruned copies of its segments are written first; its segment rows and its
+baseline (which takes over `CVV[Z]`, see `core.retirement`) then change in one transaction with the journal
+step `prune-log`; the old files are removed only after it commits (a crash leaves unreferenced files, never
+read, collected like any orphan). The last transaction drops Z from every CVV, DVV and baseline (step
+`prune-vectors`). No CVV changes before that, so a re-run after a crash passes RET3 as before and continues
+with the logs whose segment rows still hold Z.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.core.retirement import LogPrune, PrunePlan, parked_location, plan_prune, pruned_location
+from replctl.core.vectortime import VectorTime
+from replctl.errors import EnvironmentFailure, Refused, UnknownName
+from replctl.failpoints import hit
+from replctl.services import topology
+from replctl.services.engine import Engine
+from replctl.services.logs import get_location
+from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+
+PRUNE_COMMAND = "location retire --prune-clock"
+
+
+@dataclass(frozen=True)
+class RetirementOutcome:
+    """What `location retire NAME [--prune-clock]` did (or, under --dry-run, would do)."""
+
+    retirement: topology.TopologyOutcome
+    pruning: dict[str, Any] | None = None
+
+
+def retire(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    prune_clock: bool,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> RetirementOutcome:
+    """`location retire NAME [--prune-clock] [--dry-run]`: retire (RET1), then prune Z's clock (RET2, RET3).
+
+    With `--prune-clock`, RET1 and RET3 are both checked before anything is recorded, so a refusal leaves
+    the catalog as it was (exit 3); on an already retired location the retirement is a no-op and only the
+    pruning runs ("re-running ... prunes once RET3 holds", cli.md).
+    """
+    if not prune_clock:
+        return RetirementOutcome(topology.retire_location(catalog, name, reason=reason, dry_run=dry_run))
+    # RET1 first: a location with current connections is refused before RET3 is even asked.
+    would_retire = topology.retire_location(catalog, name, reason=reason, dry_run=True)
+    with catalog.transaction(readonly=True) as tx:
+        plan = _plan(tx, name, retiring=True)
+    _refuse_unless_ok(plan)
+    if dry_run:
+        return RetirementOutcome(would_retire, _report(plan))
+    retired = topology.retire_location(catalog, name, reason=reason)
+    return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason))
+
+
+def prune(
+    catalog: Catalog, engine: Engine, name: str, *, reason: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
+    """Prune retired location `name` from every vt, CVV, DVV and baseline (RET2), if RET3 holds.
+
+    Holds the topology lease and every location's lease, so no replication, append or new connection can
+    move a clock while RET3 is checked and the logs are rewritten. Resumable: see the module docstring.
+    """
+    with catalog.transaction(readonly=True) as tx:
+        everyone = [loc.name for loc in tx.locations()]
+
+    def body(ctx: OperationContext) -> dict[str, Any]:
+        with ctx.transaction() as tx:
+            plan = _plan(tx, name, retiring=False)
+        _refuse_unless_ok(plan)
+        if ctx.dry_run:
+            return _report(plan, ctx)
+        ctx.set_plan(
+            {
+                "prune": name,
+                "needed": plan.needed,
+                "logs": [
+                    {"location": log.location, "rewrite": [s.path for s in log.rewrite]} for log in plan.logs
+                ],
+                "vectors": list(plan.vectors),
+            }
+        )
+        for log in plan.logs:
+            _prune_log(ctx, engine, name, log)
+        hit("prune.before-vectors")  # every vt is pruned, every CVV still holds Z
+        if plan.vectors:
+            _prune_vectors(ctx, name)
+        return _report(plan, ctx)
+
+    return operation(
+        catalog,
+        command=PRUNE_COMMAND,
+        args={"name": name},
+        reason=reason,
+        resources=[TOPOLOGY, *(location_resource(n) for n in everyone)],
+        dry_run=dry_run,
+        body=body,
+    )
+
+
+def _plan(tx: CatalogTransaction, name: str, *, retiring: bool) -> PrunePlan:
+    """Load the snapshot the core decides on (every location and its segment rows) and decide."""
+    locations = tx.locations()
+    segments = {loc.name: tx.segments(loc.name) for loc in locations}
+    return plan_prune(locations, segments, name, retiring=retiring)
+
+
+def _refuse_unless_ok(plan: PrunePlan) -> None:
+    """Turn the core's refusal into the error the CLI maps to an exit code (2 for a name, 3 for a rule)."""
+    if plan.ok:
+        return
+    first = plan.violations[0]
+    if first.code.startswith("unknown-"):
+        raise UnknownName(first.message, code=first.code, hint=first.hint)
+    raise Refused(
+        f"refused [{first.code}]: {first.message}", code=first.code, hint=first.hint, details=first.details
+    )
+
+
+def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, Any]:
+    """The `prune` object of `location retire --json`: per log the segments rewritten (or, in a dry run,
+    to rewrite) and how many were left alone, and the locations whose vectors lose Z."""
+    return {
+        "location": plan.name,
+        "dry_run": ctx is None or ctx.dry_run,
+        "operation": None if ctx is None else ctx.id,
+        "needed": plan.needed,
+        "logs": [
+            {"location": log.location, "rewritten": [s.path for s in log.rewrite], "untouched": log.untouched}
+            for log in plan.logs
+        ],
+        "vectors": list(plan.vectors),
+    }
+
+
+def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) -> None:
+    """Phase 1 on one log: write pruned copies, commit their rows and the parked `CVV[Z]` in one
+    transaction, then remove the old files."""
+    with ctx.transaction() as tx:
+        before = get_location(tx, log.location)
+    from replctl.adapters.spark.prune import SegmentRewrite, prune_log
+
+    rewrites = [
+        SegmentRewrite(s.path, engine.store.new_segment_path(log.location, s.seq_lo)) for s in log.rewrite
+    ]
+    stats = prune_log(engine.spark(), engine.store, rewrites, key=name, keys=sorted(before.cvv))
+    for segment, stat in zip(log.rewrite, stats, strict=True):
+        found = None if stat is None else (stat.count, stat.seq_lo, stat.seq_hi)
+        if found not in (None, (segment.count, segment.seq_lo, segment.seq_hi)):
+            raise EnvironmentFailure(
+                f"segment {segment.path} holds {found}, its catalog row says "
+                f"{(segment.count, segment.seq_lo, segment.seq_hi)} (count, first seq, last seq); "
+                f"{log.location} was left as it was",
+                code="store",
+                hint=f"replctl log verify {log.location}",
+            )
+    hit("prune.after-rewrite")  # pruned copies written, catalog not yet: they must stay unread
+    with ctx.transaction() as tx:
+        current = get_location(tx, log.location)
+        present = {s.id for s in tx.segments(log.location)}
+        if current != before or any(s.id not in present for s in log.rewrite):
+            raise EnvironmentFailure(
+                f"{log.location} changed during the pruning; "
+                f"re-run: replctl location retire {name} --prune-clock",
+                code="concurrent-change",
+            )
+        tx.delete_segments(s.id for s in log.rewrite)
+        for rewrite, stat in zip(rewrites, stats, strict=True):
+            if stat is not None:
+                tx.add_segment(
+                    log.location,
+                    rewrite.target,
+                    stat.seq_lo,
+                    stat.seq_hi,
+                    stat.count,
+                    VectorTime(stat.vt_lub),
+                    ctx.id,
+                )
+        tx.put_location(parked_location(current, name))
+        ctx.step(
+            tx,
+            "prune-log",
+            {
+                "location": log.location,
+                "pruned": name,
+                "rewritten": [s.path for s in log.rewrite],
+                "segments": [r.target for r, stat in zip(rewrites, stats, strict=True) if stat is not None],
+                "untouched": log.untouched,
+            },
+        )
+    hit("prune.after-commit")
+    # Only a local store can remove files here; elsewhere the old segments are orphans, collected as any.
+    if engine.store.is_local:
+        for segment in log.rewrite:
+            engine.store.remove(segment.path)
+
+
+def _prune_vectors(ctx: OperationContext, name: str) -> None:
+    """Phase 2: drop Z from every CVV, DVV and baseline in one transaction, once no segment holds Z (RET2)."""
+    with ctx.transaction() as tx:
+        still = sorted(
+            loc.name for loc in tx.locations() if any(name in s.vt_lub for s in tx.segments(loc.name))
+        )
+        if still:
+            # A vt holding Z appeared after the plan; dropping CVV[Z] now would let CF1 take Z's events for new.
+            raise EnvironmentFailure(
+                f"{', '.join(still)} stored events stamped with {name} during the pruning; "
+                f"re-run: replctl location retire {name} --prune-clock",
+                code="concurrent-change",
+            )
+        pruned = []
+        for loc in tx.locations():
+            after = pruned_location(loc, name)
+            if after != loc:
+                tx.put_location(after)
+                pruned.append(loc.name)
+        ctx.step(tx, "prune-vectors", {"pruned": name, "locations": pruned})

@@ -1,0 +1,151 @@
+"""Retirement and clock pruning through the CLI with exact log contents (rules.md RET1–RET3, M3, §9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clitool import Replctl
+
+from replctl.failpoints import FailpointCrash
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    tool = Replctl(tmp_path)
+    tool("init")
+    return tool
+
+
+def append(rc: Replctl, location: str, *keys: str) -> None:
+    args = []
+    for key in keys:
+        args += ["--event", json.dumps({"key": key})]
+    rc("log", "append", location, *args)
+
+
+def locations(rc: Replctl) -> dict[str, dict[str, Any]]:
+    return {x["name"]: x for x in rc.json("status")["locations"]}
+
+
+def events(rc: Replctl, location: str) -> list[dict[str, Any]]:
+    return list(rc.json("log", "show", location)["events"])
+
+
+def z_spread_to_a_only(rc: Replctl) -> None:
+    """Z emitted z1, z2; only A has them; Z is disconnected (RET1 holds), B still lacks them."""
+    for name in "ABZ":
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "A", "--both")
+    rc("topology", "add", "A", "B", "--both")
+    append(rc, "B", "b1")  # B's first segment never holds Z: it is left as it is
+    append(rc, "Z", "z1", "z2")
+    rc("replicate", "Z", "A")
+    append(rc, "A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
+    rc("topology", "remove", "Z", "A", "--both")
+
+
+def assert_pruned_everywhere(rc: Replctl, *, storing_z_events: str = "ABZ") -> None:
+    """RET2 done: no vt, CVV or DVV holds Z; Z's events keep their identity (M3); the invariants hold."""
+    for name in "ABZ":
+        stored = events(rc, name)
+        assert all("Z" not in e["vt"] for e in stored), (name, stored)
+        z_events = [(e["origin"], e["origin_time"], e["key"]) for e in stored if e["key"].startswith("z")]
+        assert z_events == ([("Z", 1, "z1"), ("Z", 2, "z2")] if name in storing_z_events else []), name
+    for name, state in locations(rc).items():
+        assert "Z" not in state["cvv"] and "Z" not in state["dvv"], (name, state)
+    verified = rc.json("log", "verify", "A", "B", "Z")
+    assert verified["ok"], verified
+
+
+def test_pruning_waits_for_a_lagging_location_and_prunes_every_clock_once_it_caught_up_ret3_ret2(
+    rc: Replctl,
+) -> None:
+    z_spread_to_a_only(rc)
+    # Not yet retired: RET3 refuses before anything is recorded, so Z stays active.
+    refused = rc.json("location", "retire", "Z", "--prune-clock", expect=3)["error"]
+    assert refused["code"] == "RET3"
+    assert refused["details"]["lagging"] == [{"location": "B", "entry": 0, "needed": 2}]
+    assert locations(rc)["Z"]["state"] == "active"
+    rc("location", "retire", "Z")
+    text = rc("location", "retire", "Z", "--prune-clock", expect=3)
+    assert text.stderr.startswith("refused [RET3]: ")
+    assert "B has Z:0" in text.stderr
+    assert "hint: replctl replicate, then re-run: replctl location retire Z --prune-clock" in text.stderr
+
+    rc("replicate", "A", "B")
+    rc("delete", "A", "--upto", "2")  # z1, z2 go at A: DVV-A holds Z:2 now
+    assert locations(rc)["A"]["dvv"] == {"Z": 2}
+    dry = rc.json("location", "retire", "Z", "--prune-clock", "--dry-run")["prune"]
+    would = {log["location"]: (len(log["rewritten"]), log["untouched"]) for log in dry["logs"]}
+    assert would == {"A": (1, 0), "B": (1, 1), "Z": (1, 0)}
+    assert "Z" in locations(rc)["A"]["cvv"]  # a dry run changes nothing
+
+    done = rc.json("location", "retire", "Z", "--prune-clock")
+    assert done["changes"] == []  # already retired: retiring again records nothing
+    assert [log["location"] for log in done["prune"]["logs"]] == ["A", "B", "Z"]
+    assert done["prune"]["vectors"] == ["A", "B", "Z"]
+    a = locations(rc)["A"]
+    assert (a["cvv"], a["dvv"]) == ({"A": 3}, {})
+    assert_pruned_everywhere(rc, storing_z_events="BZ")
+    again = rc.json("location", "retire", "Z", "--prune-clock")
+    assert (again["prune"]["logs"], again["prune"]["vectors"]) == ([], [])
+
+
+def test_a_pruning_that_crashes_midway_resumes_with_what_is_left_and_converges_ret2(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    z_spread_to_a_only(rc)
+    rc("replicate", "A", "B")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    # Pruned copies of A's segment written, nothing committed: they stay unread.
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.after-rewrite")
+    with pytest.raises(FailpointCrash):
+        rc("location", "retire", "Z", "--prune-clock", expect=None)
+    z = locations(rc)["Z"]
+    assert (z["state"], z["cvv"]) == ("retired", {"Z": 2})
+    # A's log committed without Z in its vts, B's and Z's not yet; every CVV keeps Z:2 meanwhile.
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.after-commit")
+    with pytest.raises(FailpointCrash):
+        rc("location", "retire", "Z", "--prune-clock", expect=None)
+    assert all("Z" not in e["vt"] for e in events(rc, "A"))
+    assert {name: state["cvv"]["Z"] for name, state in locations(rc).items()} == {"A": 2, "B": 2, "Z": 2}
+    # So replication from an unpruned log into a pruned one still skips what it has (CF1): no duplicates.
+    replicated = rc.json("replicate", "B", "A")["passes"][0]
+    assert (replicated["written"], replicated["skipped_causal"]) == (1, 3)
+    assert rc.keys("A") == ["z1", "z2", "a1", "b1"]
+    # This time every vt is pruned, and the crash comes before the vectors lose Z.
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.before-vectors")
+    with pytest.raises(FailpointCrash):
+        rc("location", "retire", "Z", "--prune-clock", expect=None)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+
+    resumed = rc.json("location", "retire", "Z", "--prune-clock")["prune"]
+    assert (resumed["logs"], resumed["vectors"]) == ([], ["A", "B", "Z"])
+    journal = rc.json("ops", "show", resumed["operation"])["operation"]
+    assert [(s["name"], s["detail"]["locations"]) for s in journal["steps"]] == [
+        ("prune-vectors", ["A", "B", "Z"])
+    ]
+    assert_pruned_everywhere(rc)
+
+
+def test_retiring_a_location_lifts_its_cycle_so_a_filter_becomes_legal_ret1_f2(rc: Replctl) -> None:
+    for name in "ABZ":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "A", "Z")
+    rc("topology", "add", "Z", "B")
+    assert rc.json("topology", "filter", "A", "B", "--set", "key = 'x'", expect=3)["error"]["code"] == "F1"
+    rc("topology", "remove", "A", "Z")
+    rc("topology", "remove", "Z", "B")
+    # H2: a removed connection keeps its edge, so the cycle A–B–Z still refuses the filter.
+    assert rc.json("topology", "filter", "A", "B", "--set", "key = 'x'", expect=3)["error"]["code"] == "F1"
+    retired = rc.json("location", "retire", "Z", "--prune-clock")
+    assert [c["kind"] for c in retired["changes"]] == ["location-retired"]
+    assert retired["prune"]["logs"] == []  # Z never emitted: no clock holds it
+    rc("topology", "filter", "A", "B", "--set", "key = 'x'")
+    rc("topology", "validate")

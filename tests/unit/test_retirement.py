@@ -1,0 +1,191 @@
+"""The clock-pruning decision for a retired location (rules.md RET1–RET3): pure, from catalog rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hypothesis import given
+from hypothesis import strategies as st
+from topology_net import Net
+
+from replctl.core.model import Location, LocationState, Segment
+from replctl.core.retirement import needed_entry, parked_location, plan_prune, pruned_location
+from replctl.core.topology_plans import plan_retire
+from replctl.core.vectortime import VectorTime
+
+RETIRED = LocationState.RETIRED
+
+
+def loc(
+    name: str,
+    cvv: Mapping[str, int],
+    *,
+    dvv: Mapping[str, int] | None = None,
+    baseline: Mapping[str, int] | None = None,
+    state: LocationState = LocationState.ACTIVE,
+    seq: int = 0,
+) -> Location:
+    return Location(
+        name=name,
+        state=state,
+        seq=seq,
+        cvv=VectorTime(cvv),
+        dvv=VectorTime(dvv or {}),
+        baseline=VectorTime(baseline or {}),
+    )
+
+
+def seg(location: str, ident: int, lo: int, hi: int, lub: Mapping[str, int]) -> Segment:
+    return Segment(ident, location, f"{location}/seg-{ident}", lo, hi, hi - lo + 1, VectorTime(lub))
+
+
+def test_the_needed_entry_is_the_largest_z_entry_in_any_cvv_dvv_or_baseline_retired_ones_included() -> None:
+    locations = [
+        loc("A", {"A": 1, "Z": 2}, dvv={"Z": 2}),
+        loc("B", {"B": 1}, baseline={"Z": 1}),
+        loc("R", {"Z": 4}, state=RETIRED),
+        loc("Z", {"Z": 3}, state=RETIRED),
+    ]
+    assert needed_entry(locations, "Z") == 4
+    assert needed_entry(locations, "Q") == 0
+
+
+def test_pruning_is_refused_naming_every_lagging_location_with_its_entry_ret3() -> None:
+    locations = [
+        loc("A", {"A": 1, "Z": 3}),
+        loc("B", {"B": 2, "Z": 1}),
+        loc("C", {"C": 1}),
+        loc("Z", {"Z": 3}, state=RETIRED),
+    ]
+    plan = plan_prune(locations, {}, "Z")
+    assert not plan.ok
+    assert plan.logs == ()
+    [violation] = plan.violations
+    assert violation.code == "RET3"
+    assert "B has Z:1" in violation.message and "C has Z:0" in violation.message
+    assert "A has" not in violation.message
+    assert "Z:3" in violation.message
+    assert violation.hint == "replctl replicate, then re-run: replctl location retire Z --prune-clock"
+    assert violation.details["lagging"] == [
+        {"location": "B", "entry": 1, "needed": 3},
+        {"location": "C", "entry": 0, "needed": 3},
+    ]
+
+
+def test_a_dvv_entry_beyond_every_cvv_of_the_remaining_locations_holds_pruning_back_ret3() -> None:
+    # A deleted Z:2 (its DVV) but B got only Z:1: Z's events have not reached B yet.
+    locations = [
+        loc("A", {"A": 1, "Z": 2}, dvv={"Z": 2}),
+        loc("B", {"Z": 1}),
+        loc("Z", {"Z": 1}, state=RETIRED),
+    ]
+    plan = plan_prune(locations, {}, "Z")
+    assert [(lag.location, lag.entry, lag.needed) for lag in plan.lagging] == [("B", 1, 2)]
+
+
+def test_retired_locations_never_lag_ret3() -> None:
+    locations = [
+        loc("A", {"A": 1, "Z": 2}),
+        loc("R", {"R": 5}, state=RETIRED),
+        loc("Z", {"Z": 2}, state=RETIRED),
+    ]
+    assert plan_prune(locations, {}, "Z").ok
+
+
+def test_once_every_remaining_location_has_z_only_segments_whose_lub_holds_z_are_rewritten_ret2() -> None:
+    locations = [
+        loc("A", {"A": 2, "Z": 2}),
+        loc("B", {"B": 1, "Z": 2}, dvv={"Z": 1}),  # its Z-stamped segments were deleted: vectors only
+        loc("C", {"C": 1, "Z": 2}),
+        loc("D", {"D": 1}, state=RETIRED),  # never saw Z: nothing to do
+        loc("Z", {"Z": 2}, state=RETIRED),
+    ]
+    segments = {
+        "A": [seg("A", 1, 1, 1, {"A": 1}), seg("A", 2, 2, 4, {"A": 2, "Z": 2})],
+        "B": [seg("B", 3, 3, 3, {"B": 1})],
+        "C": [seg("C", 4, 1, 2, {"Z": 2}), seg("C", 5, 3, 3, {"C": 1}), seg("C", 6, 4, 4, {"C": 1, "Z": 2})],
+        "D": [seg("D", 7, 1, 1, {"D": 1})],
+        "Z": [seg("Z", 8, 1, 2, {"Z": 2})],
+    }
+    plan = plan_prune(locations, segments, "Z")
+    assert plan.ok and not plan.done
+    assert plan.needed == 2
+    rewritten = {log.location: ([s.id for s in log.rewrite], log.untouched) for log in plan.logs}
+    assert rewritten == {"A": ([2], 1), "C": ([4, 6], 1), "Z": ([8], 0)}
+    assert plan.vectors == ("A", "B", "C", "Z")
+
+
+def test_nothing_to_prune_once_no_vector_or_segment_holds_z() -> None:
+    locations = [loc("A", {"A": 1}), loc("Z", {}, state=RETIRED, seq=3)]
+    plan = plan_prune(locations, {"A": [seg("A", 1, 1, 1, {"A": 1})]}, "Z")
+    assert plan.done
+    assert plan.needed == 0
+
+
+def test_after_an_interrupted_run_only_the_logs_still_holding_z_and_the_vectors_are_left_ret2() -> None:
+    # A's segments were rewritten before the crash; its CVV[Z] stayed, parked in its baseline, so RET3
+    # still holds and the re-run needs no memory of the first run.
+    a = parked_location(loc("A", {"A": 1, "Z": 2}), "Z")
+    locations = [a, loc("B", {"B": 1, "Z": 2}), loc("Z", {"Z": 2}, state=RETIRED)]
+    segments = {
+        "A": [seg("A", 1, 1, 3, {"A": 1})],
+        "B": [seg("B", 2, 1, 3, {"B": 1, "Z": 2})],
+        "Z": [seg("Z", 3, 1, 2, {"Z": 2})],
+    }
+    plan = plan_prune(locations, segments, "Z")
+    assert plan.ok
+    assert [log.location for log in plan.logs] == ["B", "Z"]
+    assert plan.vectors == ("A", "B", "Z")
+
+
+def test_a_log_whose_vts_lost_z_keeps_its_cvv_entry_in_the_baseline_until_the_vectors_go_i3() -> None:
+    # Stored vts reach {A:3, Z:2}; C:1 came without events (a baseline); Z:1 was deleted (DVV).
+    before = loc("A", {"A": 3, "C": 1, "Z": 2}, dvv={"Z": 1}, baseline={"C": 1})
+    parked = parked_location(before, "Z")
+    assert parked.cvv == before.cvv and parked.dvv == before.dvv
+    assert parked.baseline == VectorTime({"C": 1, "Z": 2})
+    # I3 once the stored vts lack Z: LUB(stored) ⊔ DVV ⊔ baseline still equals the CVV.
+    assert VectorTime({"A": 3}).merge(parked.dvv, parked.baseline) == parked.cvv
+    pruned = pruned_location(parked, "Z")
+    assert pruned.cvv == VectorTime({"A": 3, "C": 1})
+    assert (pruned.dvv, pruned.baseline) == (VectorTime(), VectorTime({"C": 1}))
+    assert VectorTime({"A": 3}).merge(pruned.dvv, pruned.baseline) == pruned.cvv
+
+
+def test_an_active_location_is_pruned_only_when_retired_in_the_same_command_ret1_ret2() -> None:
+    locations = [loc("A", {"A": 1, "Z": 1}), loc("Z", {"Z": 1})]
+    refused = plan_prune(locations, {}, "Z")
+    assert [v.code for v in refused.violations] == ["RET2"]
+    assert "replctl location retire Z --prune-clock" in (refused.violations[0].hint or "")
+    assert plan_prune(locations, {}, "Z", retiring=True).ok
+
+
+def test_an_unknown_location_is_refused_by_name() -> None:
+    plan = plan_prune([loc("A", {"A": 1})], {}, "Q")
+    assert [v.code for v in plan.violations] == ["unknown-location"]
+
+
+def test_retiring_an_already_retired_location_again_is_a_no_op_decision_ret1() -> None:
+    net = Net("AZ")
+    net.retire("Z")
+    decision = plan_retire(net.state, "Z")
+    assert decision.ok and decision.changes == ()
+
+
+vectors = st.dictionaries(st.sampled_from("ABCZ"), st.integers(min_value=0, max_value=9))
+
+
+@given(cvv=vectors, dvv=vectors, baseline=vectors)
+def test_pruned_metadata_lacks_z_and_keeps_every_other_entry_and_the_seq_ret2(
+    cvv: dict[str, int], dvv: dict[str, int], baseline: dict[str, int]
+) -> None:
+    before = loc("A", cvv, dvv=dvv, baseline=baseline, seq=7)
+    after = pruned_location(before, "Z")
+    for old, new in ((before.cvv, after.cvv), (before.dvv, after.dvv), (before.baseline, after.baseline)):
+        assert "Z" not in new
+        assert new == old.without(["Z"])
+        assert {k: v for k, v in old.items() if k != "Z"} == new.to_dict()
+    assert after.seq == 7
+    # DEL2's DVV ≤ CVV (I4) survives pruning: dropping one key from both keeps the order.
+    if before.dvv <= before.cvv:
+        assert after.dvv <= after.cvv
