@@ -1,0 +1,119 @@
+"""The layout of stored logs (architecture.md, "Where the data lives").
+
+A store root is a path or a URI (`.replctl/logs`, `file:///srv/logs`, `hdfs://nn/logs`, `s3a://bucket/logs`).
+A location's log is an ordered list of immutable segment directories `<location>/seg-<first seq>-<uuid8>`,
+recorded in the catalog *relative* to the root so that a store can be moved. Store paths are joined with `/`
+(they are URIs, not OS paths); only the local-file operations below touch the file system.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import uuid
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from replctl.errors import EnvironmentFailure, InvalidInput
+
+SEGMENT_PREFIX = "seg-"
+# 19 digits hold every non-negative int64 seq, so names sort like their first seq.
+_SEQ_DIGITS = 19
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SEGMENT_NAME = re.compile(r"^seg-\d{19}-[0-9a-f]{8}$")
+
+
+class LogStore:
+    """Paths of the segments of every location's log under one root."""
+
+    def __init__(self, root: str | Path) -> None:
+        text = str(root).rstrip("/") or "/"
+        if _SCHEME.match(text):
+            self.root = text
+            parsed = urlparse(text)
+            self._local: Path | None = Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+        else:
+            local = Path(text).resolve()
+            self.root = local.as_uri()
+            self._local = local
+
+    @property
+    def is_local(self) -> bool:
+        """True for a store on the local file system (plain path or `file://`)."""
+        return self._local is not None
+
+    def new_segment_path(self, location: str, first_seq: int) -> str:
+        """A fresh relative path for a segment whose first event has seq `first_seq`."""
+        _check_location(location)
+        if first_seq < 0:
+            raise InvalidInput(f"a seq is non-negative, got {first_seq}")
+        return f"{location}/{SEGMENT_PREFIX}{first_seq:0{_SEQ_DIGITS}d}-{uuid.uuid4().hex[:8]}"
+
+    def uri(self, relative: str) -> str:
+        """The absolute URI of a relative store path, as Spark reads and writes it."""
+        return f"{self.root}/{_check_relative(relative)}"
+
+    # --- local stores only ---------------------------------------------------------------------------
+
+    def local_path(self, relative: str) -> Path:
+        """The file-system path of a relative store path (local stores only)."""
+        if self._local is None:
+            raise EnvironmentFailure(
+                f"the store {self.root} is not on the local file system; this operation needs a local store",
+                code="store",
+            )
+        return self._local.joinpath(*_check_relative(relative).split("/"))
+
+    def exists(self, relative: str) -> bool:
+        """Whether the segment (or any store path) exists."""
+        return self.local_path(relative).exists()
+
+    def remove(self, relative: str) -> None:
+        """Remove a segment directory (or file); removing what is absent is not an error."""
+        path = self.local_path(relative)
+        try:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot remove {self.uri(relative)}: {exc}", code="store") from exc
+
+    def list_segment_dirs(self, location: str) -> list[str]:
+        """Relative paths of every segment directory of `location` in name (first seq) order.
+
+        This includes orphans that no catalog row points to (a job that died before its commit); the caller
+        compares with the catalog and removes them, it never reads them.
+        """
+        _check_location(location)
+        folder = self.local_path(location)
+        if not folder.is_dir():
+            return []
+        names = sorted(p.name for p in folder.iterdir() if p.is_dir() and _SEGMENT_NAME.match(p.name))
+        return [f"{location}/{name}" for name in names]
+
+    def copy_segment(self, src_rel: str, dst_rel: str) -> None:
+        """Copy a segment directory file by file (segments are immutable, so a copy is a valid segment)."""
+        src, dst = self.local_path(src_rel), self.local_path(dst_rel)
+        if dst.exists():
+            raise EnvironmentFailure(
+                f"cannot copy onto an existing segment: {self.uri(dst_rel)}", code="store"
+            )
+        try:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(src, dst)
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot copy {src_rel} to {dst_rel}: {exc}", code="store") from exc
+
+
+def _check_location(location: str) -> None:
+    # A location id becomes a directory name: it must stay one path component.
+    if not location or "/" in location or "\\" in location or location in {".", ".."}:
+        raise InvalidInput(f"not a valid location id for a store path: {location!r}")
+
+
+def _check_relative(relative: str) -> str:
+    parts = relative.strip("/").split("/")
+    if relative.startswith("/") or not relative or any(p in {"", ".", ".."} for p in parts):
+        raise InvalidInput(f"not a relative store path: {relative!r}")
+    return "/".join(parts)

@@ -1,0 +1,391 @@
+"""Spark jobs: read → transform → write → report. DataFrame-only (no RDD, no SparkContext), so each job runs
+unchanged on local Spark, a cluster or Spark Connect (architecture.md, "Spark").
+
+Jobs take plain values (relative segment paths, vectors as dicts, numbers) and return the frozen dataclasses of
+`results`; the services layer commits them to the catalog. A job writes only a new segment directory, never
+changes an existing one, so a job that dies leaves at most an orphan directory that no catalog row points to
+(garbage, collected, never read).
+
+Statistics are gathered in the job that writes (`DataFrame.observe`), not by extra scans.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from replctl.adapters.spark.results import PassResult, PassSpec, RewriteResult, SegmentStats
+from replctl.adapters.spark.schema import (
+    EVENT_COLUMNS,
+    FILTER_DDL,
+    INPUT_COLUMNS,
+    extra_keys_column,
+    read_events,
+)
+from replctl.adapters.spark.session import spark_failures
+from replctl.adapters.spark.transforms import (
+    CANDIDATE,
+    SKIP_CAUSAL,
+    SKIP_FILTER,
+    admission_refused,
+    classify,
+    emit,
+    generated_inputs,
+    renumber,
+    with_vt_entries,
+)
+from replctl.core.vectortime import VectorTime
+from replctl.errors import BadFilter, InvalidInput
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from replctl.adapters.logstore import LogStore
+
+_INPUT_DDL = "i BIGINT, type STRING, key STRING, tags ARRAY<STRING>, payload STRING"
+
+
+# --- append (EM1) -------------------------------------------------------------------------------------------
+
+
+def append_events(
+    spark: SparkSession,
+    store: LogStore,
+    location: str,
+    *,
+    events: list[dict[str, Any]] | None = None,
+    parquet_path: str | None = None,
+    generate: int | None = None,
+    seed: int = 0,
+    start_seq: int,
+    cvv: Mapping[str, int],
+    out_rel: str,
+) -> SegmentStats:
+    """Append new local events to `location` as one segment at `out_rel` (EM1).
+
+    Exactly one source: `events` (objects with optional type, key, tags, payload), a `.parquet` file or
+    directory (those columns only, kept in file order), or `generate` synthetic events from `seed`. The i-th
+    event gets seq = origin_time = start_seq + i and vt = cvv ⊔ {location: seq}.
+    """
+    if sum(x is not None for x in (events, parquet_path, generate)) != 1:
+        raise InvalidInput("give exactly one of events, a parquet file or --generate N")
+    if start_seq < 1:
+        raise InvalidInput(f"the first seq of an append is at least 1, got {start_seq}")
+    with spark_failures(f"append to {location}"):
+        if events is not None:
+            rows = [_input_row(i, event) for i, event in enumerate(events)]
+            if not rows:
+                raise InvalidInput("no events to append")
+            # A handful of events from the command line: one file is enough.
+            inputs = spark.createDataFrame(rows, _INPUT_DDL).coalesce(1)
+            count = len(rows)
+        elif generate is not None:
+            if generate < 1:
+                raise InvalidInput(f"--generate needs a positive number, got {generate}")
+            inputs, count = generated_inputs(spark, generate, seed), generate
+        else:
+            assert parquet_path is not None
+            inputs, count = _parquet_inputs(spark, parquet_path)
+        emit(inputs, location=location, start_seq=start_seq, cvv=cvv).write.mode("errorifexists").parquet(
+            store.uri(out_rel)
+        )
+    # The statistics follow from EM1 without looking at the data.
+    seq_hi = start_seq + count - 1
+    return SegmentStats(count, start_seq, seq_hi, VectorTime(cvv).merge({location: seq_hi}).to_dict())
+
+
+def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str | None, list[str], str | None]:
+    if not isinstance(event, Mapping):
+        raise InvalidInput(f"event {i + 1}: an event is a JSON object, got {type(event).__name__}")
+    unknown = sorted(set(event) - set(INPUT_COLUMNS))
+    if unknown:
+        raise InvalidInput(
+            f"event {i + 1}: unknown field(s) {', '.join(unknown)}; an event has only "
+            f"{', '.join(INPUT_COLUMNS)} (the tool assigns seq, origin, origin_time and vt, EM1)"
+        )
+    for name in ("type", "key"):
+        if event.get(name) is not None and not isinstance(event[name], str):
+            raise InvalidInput(f"event {i + 1}: {name} must be a string")
+    tags = event.get("tags")
+    if tags is None:
+        tags = []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput(f"event {i + 1}: tags must be a list of strings")
+    payload = event.get("payload")
+    if payload is not None and not isinstance(payload, str):
+        # The payload is stored as JSON text (M2); a structured value is serialised as such.
+        payload = json.dumps(payload, separators=(",", ":"), sort_keys=True)
+    return (i, event.get("type"), event.get("key"), list(tags), payload)
+
+
+def _parquet_inputs(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
+    try:
+        raw = spark.read.parquet(path)
+        fields = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
+    except Exception as exc:
+        raise InvalidInput(f"cannot read the event file {path}: {str(exc).splitlines()[0]}") from exc
+    wrong = [
+        f"{name} ({kind})" for name, kind in fields.items() if INPUT_COLUMNS.get(name.lower()) != kind.lower()
+    ]
+    if wrong:
+        allowed = ", ".join(f"{n} {t}" for n, t in INPUT_COLUMNS.items())
+        raise InvalidInput(f"{path}: unexpected or mistyped column(s) {', '.join(wrong)}; allowed: {allowed}")
+    located = raw.select(
+        *[
+            F.col(name) if name in fields else F.lit(None).cast(kind).alias(name)
+            for name, kind in INPUT_COLUMNS.items()
+        ],
+        F.col("_metadata.file_path").alias("_file"),
+        F.col("_metadata.row_index").alias("_row"),
+    )
+    # File order without a sort: the files in path order, each file in row order. The per-file counts are
+    # a metadata-sized job; the offsets become a literal map, so the index is row-local.
+    counts = sorted((r["_file"], r["count"]) for r in located.groupBy("_file").count().collect())
+    total = sum(c for _, c in counts)
+    if total == 0:
+        raise InvalidInput(f"{path}: no events to append")
+    offsets: list[Any] = []
+    running = 0
+    for file, c in counts:
+        offsets += [F.lit(file), F.lit(running).cast("bigint")]
+        running += c
+    index = F.element_at(F.create_map(*offsets), F.col("_file")) + F.col("_row")
+    return located.select(index.alias("i"), *INPUT_COLUMNS), total
+
+
+# --- reading --------------------------------------------------------------------------------------------------
+
+
+def read_log(
+    spark: SparkSession,
+    store: LogStore,
+    segment_paths: Sequence[str],
+    *,
+    from_seq: int = 0,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The stored events with seq ≥ `from_seq`, in seq order, at most `limit` (for `log show`)."""
+    if not segment_paths:
+        return []
+    with spark_failures("reading the log"):
+        events = (
+            read_events(spark, store, segment_paths).where(F.col("seq") >= F.lit(from_seq)).orderBy("seq")
+        )
+        if limit is not None:
+            events = events.limit(limit)
+        rows = events.collect()
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        event = row.asDict(recursive=True)
+        event["vt"] = dict(sorted((event["vt"] or {}).items()))
+        event["tags"] = list(event["tags"] or [])
+        out.append(event)
+    return out
+
+
+# --- replication (REP1, REP2, CF1, RFC2) ----------------------------------------------------------------------
+
+
+def validate_filter(spark: SparkSession, filter_sql: str) -> None:
+    """Raise BadFilter unless `filter_sql` is a boolean Spark SQL expression over the filter columns.
+
+    Analysis only (an empty relation), no job is run.
+    """
+    try:
+        kind = (
+            spark.createDataFrame([], FILTER_DDL).select(F.expr(filter_sql).alias("f")).schema["f"].dataType
+        )
+    except Exception as exc:
+        raise BadFilter(f"bad filter {filter_sql!r}: {str(exc).strip().splitlines()[0]}") from exc
+    if kind.simpleString() != "boolean":
+        raise BadFilter(f"bad filter {filter_sql!r}: it is {kind.simpleString()}, not boolean")
+
+
+def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> PassResult:
+    """One replication pass X→Y over X's events with seq > progress, in seq order (REP1).
+
+    Each event is (1) skipped if vt ≤ CVV-Y (CF1), (2) skipped if the filter rejects it (NULL rejects),
+    (3) with an admission projection P, blocks the pass if vt|P ≰ CVV-Y ⊔ the vts written earlier in the pass
+    (RFC2), (4) else written at Y with a new seq (see `transforms.renumber`). The new progress is the seq of the
+    last event decided before any block (REP2). Re-running from an older progress meets only events that CF1
+    skips, because CVV-Y then covers them (REP3).
+
+    Steps (1) compares with CVV-Y as it was when the pass started, not with CVV-Y grown by this pass's writes:
+    an event covered only by events written earlier in the pass would causally precede one of them while
+    being stored after it at X, which EM3 (I1) rules out, so both readings decide alike on a valid log.
+
+    One job reads, classifies, writes and counts (`observe`); with a non-empty P, one aggregation before it
+    finds the blocking event (`_admission_block`).
+    """
+    if not spec.source_segments:
+        return PassResult(0, 0, 0, 0, None, spec.progress, None)
+    with spark_failures("replication pass"):
+        if spec.filter_sql is not None:
+            validate_filter(spark, spec.filter_sql)
+        keys = sorted(set(spec.source_keys))
+        events = read_events(spark, store, spec.source_segments).where(F.col("seq") > F.lit(spec.progress))
+        classified = classify(
+            with_vt_entries(events, keys), keys=keys, target_cvv=spec.target_cvv, filter_sql=spec.filter_sql
+        )
+        blocked_at = _admission_block(classified, spec) if spec.admission else None
+        if blocked_at is not None:
+            classified = classified.where(F.col("seq") < F.lit(blocked_at))
+        scan = Observation("scan")
+        decision = F.col("decision")
+        examined = classified.observe(
+            scan,
+            F.count(F.lit(1)).alias("examined"),
+            F.count_if(decision == SKIP_CAUSAL).alias("causal"),
+            F.count_if(decision == SKIP_FILTER).alias("filtered"),
+            F.max("seq").alias("last"),
+        )
+        written = renumber(
+            examined.where(decision == CANDIDATE), progress=spec.progress, target_seq=spec.target_seq
+        )
+        segment = _write_segment(spark, store, written, spec.out_rel, keys, entries_ready=True)
+        stats = scan.get
+    count = int(stats["examined"] or 0)
+    return PassResult(
+        examined=count,
+        written=segment.count if segment else 0,
+        skipped_causal=int(stats["causal"] or 0),
+        skipped_filter=int(stats["filtered"] or 0),
+        blocked_at=blocked_at,
+        progress=int(stats["last"]) if count else spec.progress,
+        segment=segment,
+    )
+
+
+def _admission_block(classified: DataFrame, spec: PassSpec) -> int | None:
+    """The seq of the first candidate the admission check blocks (RFC2, REP1 (3)), or None.
+
+    REP1 (3) compares vt|P with CVV-Y as it grows during the pass, but its P-part never grows: an event is
+    written only if vt|P ≤ CVV-Y|P, so merging its vt leaves CVV-Y|P unchanged, and by induction CVV-Y|P is
+    the value at the start of the pass for every event of it. So no prefix maximum over earlier writes is
+    needed: the first blocked event is the smallest candidate seq with vt|P ≰ CVV-Y|P, one aggregation over
+    the classified events. It runs before the write because the write must stop at it.
+    """
+    refused = (F.col("decision") == CANDIDATE) & admission_refused(spec.admission, spec.target_cvv)
+    first = classified.agg(F.min(F.when(refused, F.col("seq"))).alias("blocked")).first()
+    return None if first is None or first["blocked"] is None else int(first["blocked"])
+
+
+# --- maintenance -----------------------------------------------------------------------------------------------
+
+
+def compact(
+    spark: SparkSession,
+    store: LogStore,
+    segment_paths: Sequence[str],
+    out_rel: str,
+    *,
+    keys: Sequence[str] | None = None,
+) -> SegmentStats:
+    """Merge (small) segments into one segment at `out_rel` with the same rows, sorted by seq.
+
+    `keys` (the location's CVV keys) lets the LUB be gathered in the write; without them a small pass finds them.
+    """
+    if not segment_paths:
+        raise InvalidInput("no segments to compact")
+    with spark_failures("compaction"):
+        events = read_events(spark, store, segment_paths)
+        merged = events.coalesce(1).sortWithinPartitions("seq")
+        stats = _write_segment(spark, store, merged, out_rel, keys if keys is not None else _vt_keys(events))
+    if stats is None:
+        raise InvalidInput("the segments to compact hold no events")
+    return stats
+
+
+def rewrite_from(
+    spark: SparkSession,
+    store: LogStore,
+    segment_path: str,
+    keep_from_seq: int,
+    out_rel: str,
+    *,
+    keys: Sequence[str] | None = None,
+) -> RewriteResult:
+    """Rewrite the segment that straddles a physical-deletion cut (DEL1): keep the events with seq ≥ `keep_from_seq`.
+
+    Reports the kept part (None when nothing remains, and then no segment is left behind) and the dropped part,
+    whose vt LUB is what DEL2 merges into the DVV; both are gathered in the one job that writes.
+    """
+    with spark_failures("rewriting a segment"):
+        events = read_events(spark, store, [segment_path])
+        keys = list(keys) if keys is not None else _vt_keys(events)
+        cut = F.col("seq") < F.lit(keep_from_seq)
+        dropped_obs = Observation("dropped")
+        observed = events.observe(
+            dropped_obs,
+            F.count_if(cut).alias("count"),
+            F.min(F.when(cut, F.col("seq"))).alias("lo"),
+            F.max(F.when(cut, F.col("seq"))).alias("hi"),
+            *[F.max(F.when(cut, F.element_at("vt", F.lit(k)))).alias(f"lub{i}") for i, k in enumerate(keys)],
+            extra_keys_column(keys, where=cut),
+        )
+        kept = _write_segment(spark, store, observed.where(~cut), out_rel, keys)
+        d = dropped_obs.get
+        dropped: SegmentStats | None = None
+        if d["count"]:
+            lub = {k: int(d[f"lub{i}"]) for i, k in enumerate(keys) if d[f"lub{i}"]}
+            if d["extra_keys"]:
+                lub = _lub_by_scan(events.where(cut))
+            dropped = SegmentStats(int(d["count"]), int(d["lo"]), int(d["hi"]), lub)
+    return RewriteResult(kept=kept, dropped=dropped)
+
+
+# --- shared steps ------------------------------------------------------------------------------------------------
+
+
+def _write_segment(
+    spark: SparkSession,
+    store: LogStore,
+    events: DataFrame,
+    out_rel: str,
+    keys: Sequence[str],
+    *,
+    entries_ready: bool = False,
+) -> SegmentStats | None:
+    """Write `events` as a new segment and return its statistics, gathered during the write.
+
+    The LUB is max(vt[k]) per k in `keys` (from `with_vt_entries`, already present when `entries_ready`);
+    should a vt hold a key outside them, the LUB is recomputed from the new segment, so the statistics are
+    right even when `keys` is incomplete. An empty result leaves no segment (on a remote store the empty
+    directory is an orphan that no catalog row names, and is collected).
+    """
+    keys = sorted(set(keys))
+    if not entries_ready:
+        events = with_vt_entries(events, keys)
+    wrote = Observation("written")
+    observed = events.observe(
+        wrote,
+        F.count(F.lit(1)).alias("count"),
+        F.min("seq").alias("lo"),
+        F.max("seq").alias("hi"),
+        *[F.max(f"_vt{i}").alias(f"lub{i}") for i in range(len(keys))],
+        F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+    )
+    observed.select(*EVENT_COLUMNS).write.mode("errorifexists").parquet(store.uri(out_rel))
+    stats = wrote.get
+    if not stats["count"]:
+        if store.is_local:
+            store.remove(out_rel)
+        return None
+    lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
+    if stats["extra_keys"]:
+        lub = _lub_by_scan(read_events(spark, store, [out_rel]))
+    return SegmentStats(int(stats["count"]), int(stats["lo"]), int(stats["hi"]), lub)
+
+
+def _vt_keys(events: DataFrame) -> list[str]:
+    return sorted(r[0] for r in events.select(F.explode(F.map_keys("vt"))).distinct().collect())
+
+
+def _lub_by_scan(events: DataFrame) -> dict[str, int]:
+    """VT4 over all vts of `events` without knowing the keys in advance (explode + aggregate)."""
+    rows = events.select(F.explode("vt")).groupBy("key").agg(F.max("value").alias("v")).collect()
+    return {r["key"]: int(r["v"]) for r in sorted(rows, key=lambda r: str(r["key"])) if r["v"]}

@@ -1,0 +1,83 @@
+"""What the Spark jobs take and return: plain frozen dataclasses, importable without pyspark.
+
+The services layer reads the catalog, builds these inputs, runs a job and commits the results as catalog rows
+(architecture.md, "Where the data lives"); the jobs never touch the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SegmentStats:
+    """What a segment row of the catalog records: row count, seq range and the LUB of its vts (VT4)."""
+
+    count: int
+    seq_lo: int
+    seq_hi: int
+    vt_lub: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """One replication pass X→Y (REP1), in plain values.
+
+    `source_segments` are X's segments (relative paths) that may hold events with seq > `progress`;
+    `filter_sql` is the connection filter (a Spark SQL boolean expression over the filter columns, None =
+    unfiltered); `admission` is RFC2's projection P (empty = no admission check); `target_seq` is the last
+    seq assigned at Y; `out_rel` is the relative path of the segment to write at Y; `source_keys` are the keys
+    of CVV-X, the only keys any of X's vts can hold (used to gather the LUB of the written vts in the write).
+    """
+
+    source_segments: list[str]
+    progress: int
+    target_cvv: dict[str, int]
+    filter_sql: str | None
+    admission: list[str]
+    target_seq: int
+    out_rel: str
+    source_keys: list[str]
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """The outcome of one pass.
+
+    `examined` counts the events decided in the pass (written + skipped); the blocking event, if any, is
+    `blocked_at` and is not counted. `progress` is the new progress(Y,X) (REP2). `segment` is None when nothing
+    was written, and then no segment was left in the store.
+    """
+
+    examined: int
+    written: int
+    skipped_causal: int
+    skipped_filter: int
+    blocked_at: int | None
+    progress: int
+    segment: SegmentStats | None
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """A straddling segment cut for physical deletion (DEL1): what was kept (rewritten) and what was dropped.
+
+    `dropped.vt_lub` is what DEL2 merges into the DVV; `kept` is None when nothing remains.
+    """
+
+    kept: SegmentStats | None
+    dropped: SegmentStats | None
+
+
+@dataclass(frozen=True)
+class InvariantViolation:
+    """A broken invariant of rules.md §9 found in a stored log.
+
+    `code` is the invariant id (I1, I2, I3, I7) or `SEG` for a segment that disagrees with its catalog row;
+    `seq` is the first violating seq where the invariant is about positions.
+    """
+
+    code: str
+    message: str
+    seq: int | None = None
+    details: dict[str, object] = field(default_factory=dict)

@@ -1,0 +1,67 @@
+"""The stored event schema (rules.md M2/M3) and the column helpers every job shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from replctl.adapters.logstore import LogStore
+
+# M2; identity is (origin, origin_time) in their own columns (M3), not only inside vt.
+EVENT_COLUMNS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload", "emitted_at")
+EVENT_DDL = (
+    "seq BIGINT, origin STRING, origin_time BIGINT, vt MAP<STRING, BIGINT>, type STRING, key STRING, "
+    "tags ARRAY<STRING>, payload STRING, emitted_at TIMESTAMP"
+)
+# What an appended event may carry (cli.md); the tool assigns the rest (EM1).
+INPUT_COLUMNS = {"type": "string", "key": "string", "tags": "array<string>", "payload": "string"}
+# What a connection filter may read (cli.md).
+FILTER_DDL = "origin STRING, origin_time BIGINT, type STRING, key STRING, tags ARRAY<STRING>, payload STRING"
+
+
+def vector_literal(vector: Mapping[str, int]) -> Column:
+    """A vector time as a `map<string,bigint>` literal, zero entries dropped (VT1), keys sorted."""
+    entries = sorted((k, int(v)) for k, v in vector.items() if int(v))
+    if not entries:
+        return F.expr("cast(map() as map<string,bigint>)")
+    parts: list[Column] = []
+    for key, value in entries:
+        parts += [F.lit(key), F.lit(value).cast("bigint")]
+    return F.create_map(*parts)
+
+
+def vt_entry(key: str, vt: str = "vt") -> Column:
+    """vt[key] with a missing key read as 0 (VT1)."""
+    return F.coalesce(F.element_at(F.col(vt), F.lit(key)), F.lit(0).cast("bigint"))
+
+
+def lub_columns(keys: Sequence[str], vt: str = "vt", prefix: str = "lub") -> list[Column]:
+    """Aggregates max(vt[k]) per key k (VT4), named `<prefix>0`, `<prefix>1`, ... in the order of `keys`."""
+    return [F.max(F.element_at(F.col(vt), F.lit(k))).alias(f"{prefix}{i}") for i, k in enumerate(keys)]
+
+
+def extra_keys_column(
+    keys: Sequence[str], *, where: Column | None = None, vt: str = "vt", name: str = "extra_keys"
+) -> Column:
+    """Aggregate: the largest number of vt keys outside `keys` (0 when `keys` covers every vt).
+
+    `where` restricts it to the rows that satisfy a condition (an `observe` sees every row).
+    """
+    known = F.array(*[F.lit(k) for k in keys]) if keys else F.expr("cast(array() as array<string>)")
+    outside = F.size(F.map_filter(F.col(vt), lambda k, _v: ~F.array_contains(known, k)))
+    if where is not None:
+        outside = F.when(where, outside)
+    return F.coalesce(F.max(outside), F.lit(0)).alias(name)
+
+
+def read_events(spark: SparkSession, store: LogStore, segments: Sequence[str]) -> DataFrame:
+    """The events of the given segments (relative paths), read with the declared schema (no inference)."""
+    if not segments:
+        return spark.createDataFrame([], EVENT_DDL)
+    return spark.read.schema(EVENT_DDL).parquet(*[store.uri(s) for s in segments])

@@ -1,0 +1,272 @@
+"""The one place a SparkSession is built (architecture.md, "Spark").
+
+pyspark is imported inside the functions: commands that never touch Spark must not pay for it, and a missing
+or broken Spark installation must surface as `EnvironmentFailure` only when Spark is actually needed.
+
+A classic (local or cluster) session is tuned for a fast cold start on a small machine: no UI, no event log,
+no console progress bar, an in-memory catalog, few shuffle partitions, and a JVM class-data-sharing (CDS)
+archive of the driver. In local mode pyspark launches the driver JVM through `spark-submit`, which adds
+`spark.driver.extraJavaOptions` to that JVM's command line, so the archive options take effect there.
+
+The archive is created by the first process (`-XX:ArchiveClassesAtExit`) under a per-process temporary name
+and moved into place once that JVM has exited, so a concurrent process never maps a half-written archive;
+later processes map it with `-XX:SharedArchiveFile`. An archive that does not match the JVM or the class path
+is ignored by the JVM (`-Xshare:auto`), so a stale one costs speed, never correctness.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from replctl.errors import EnvironmentFailure, ReplctlError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+JAVA_HINT = "install a Java runtime, e.g. `apt-get install -y openjdk-17-jre-headless`, or set JAVA_HOME"
+CONNECT_HINT = "install the Spark Connect client: `pip install 'pyspark[connect]==<the pyspark version>'`"
+
+# JVM log output goes to stderr only: warnings on stdout would corrupt `--json` output (cli.md, Output).
+# CDS messages are silenced: the archive is an optimisation and the JVM falls back on its own.
+_JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr -Xlog:class+path=off:stderr"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How to reach Spark: a master URL (classic) or a Spark Connect URL, plus extra configuration."""
+
+    master: str = "local[*]"
+    remote: str | None = None  # Spark Connect, `sc://host:port`
+    conf: tuple[tuple[str, str], ...] = ()
+    home: Path = field(default_factory=lambda: Path(".replctl"))  # replctl home, for the CDS archive
+    tuned: bool = True  # the cold-start tuning below; off only to measure it
+    cds: bool = True  # the JVM class-data-sharing archive (classic sessions only)
+    java_options: tuple[str, ...] = ()  # extra driver JVM options, after the tuned ones
+
+    def cache_key(self) -> tuple[Any, ...]:
+        """What identifies an equivalent session (the home only locates caches)."""
+        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options)
+
+
+_session: SparkSession | None = None
+_session_key: tuple[Any, ...] | None = None
+
+
+def get_session(settings: SparkSettings) -> SparkSession:
+    """The process-wide SparkSession for `settings`, built on first use and then reused.
+
+    The CLI may be invoked many times in one process (CliRunner); each call reuses the session. Asking for
+    different settings stops the cached session first (one SparkContext per JVM).
+    """
+    global _session, _session_key
+    key = settings.cache_key()
+    if settings.remote:
+        # Fail before giving up a working session.
+        _check_connect_dependencies(settings)
+    if _session is not None:
+        if key == _session_key and not _is_stopped(_session):
+            return _session
+        with contextlib.suppress(Exception):
+            _session.stop()
+        _session = None
+    session = _build_connect(settings) if settings.remote else _build_classic(settings)
+    # pyspark logs every analysis error with its JVM stack trace before raising it; replctl reports the
+    # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    _session, _session_key = session, key
+    return session
+
+
+def stop_session() -> None:
+    """Stop the cached session, if any (tests and long-lived hosts)."""
+    global _session, _session_key
+    if _session is not None:
+        with contextlib.suppress(Exception):
+            _session.stop()
+    _session, _session_key = None, None
+
+
+def tuned_conf(settings: SparkSettings) -> dict[str, str]:
+    """The configuration a classic session is built with (tuning first, then the user's `conf`)."""
+    conf: dict[str, str] = {}
+    if settings.tuned:
+        cores = os.cpu_count() or 2
+        conf.update(
+            {
+                "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false",
+                "spark.eventLog.enabled": "false",
+                # Logs are small per job; a few partitions per core avoid scheduling hundreds of tiny tasks.
+                "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+                "spark.sql.catalogImplementation": "in-memory",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.log.level": "WARN",
+                "spark.sql.session.timeZone": "UTC",
+            }
+        )
+        java_options = [_JVM_LOG_OPTIONS]
+        if settings.cds:
+            java_options.append(_cds_option(settings.home))
+        conf["spark.driver.extraJavaOptions"] = " ".join([*java_options, *settings.java_options])
+    elif settings.java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(settings.java_options)
+    conf.update(dict(settings.conf))
+    return conf
+
+
+def _is_stopped(session: SparkSession) -> bool:
+    # Classic sessions expose their JVM context; Connect sessions report closure themselves.
+    is_stopped = getattr(session, "is_stopped", None)
+    if isinstance(is_stopped, bool):
+        return is_stopped
+    jsc = getattr(getattr(session, "_sc", None), "_jsc", "connect")
+    return jsc is None
+
+
+def _build_classic(settings: SparkSettings) -> SparkSession:
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise EnvironmentFailure("cannot start Spark: no Java runtime found", code="spark", hint=JAVA_HINT)
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - pyspark is a dependency
+        raise EnvironmentFailure(f"cannot import pyspark: {exc}", code="spark") from exc
+    builder: Any = SparkSession.builder.master(settings.master).appName("replctl")
+    for k, v in tuned_conf(settings).items():
+        builder = builder.config(k, v)
+    try:
+        session: SparkSession = builder.getOrCreate()
+    except Exception as exc:
+        raise EnvironmentFailure(
+            f"cannot start Spark ({settings.master}): {exc}", code="spark", hint=JAVA_HINT
+        ) from exc
+    if settings.tuned and settings.cds:
+        _promote_archive_at_exit(session, settings.home)
+    return session
+
+
+def _check_connect_dependencies(settings: SparkSettings) -> None:
+    # pyspark's Connect client needs these; they are optional for replctl (classic sessions do not).
+    missing = [m for m in ("pandas", "pyarrow", "grpc", "google.protobuf") if not _importable(m)]
+    if missing:
+        raise EnvironmentFailure(
+            f"Spark Connect ({settings.remote}) needs the modules {', '.join(missing)}, which are not installed",
+            code="spark",
+            hint=CONNECT_HINT,
+        )
+
+
+def _build_connect(settings: SparkSettings) -> SparkSession:
+    _check_connect_dependencies(settings)
+    from pyspark.sql import SparkSession
+
+    builder: Any = SparkSession.builder.remote(settings.remote or "")
+    for k, v in settings.conf:
+        builder = builder.config(k, v)
+    try:
+        session: SparkSession = builder.getOrCreate()
+    except Exception as exc:
+        raise EnvironmentFailure(
+            f"cannot reach Spark Connect at {settings.remote}: {exc}", code="spark"
+        ) from exc
+    return session
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+# --- class-data-sharing archive ------------------------------------------------------------------------
+
+
+def archive_path(home: Path) -> Path:
+    """Where the driver's CDS archive lives; named by Spark version, as it is tied to the jars."""
+    import pyspark
+
+    return Path(home).resolve() / f"spark-cds-{pyspark.__version__}.jsa"
+
+
+def _cds_option(home: Path) -> str:
+    final = archive_path(home)
+    if final.is_file() and final.stat().st_size > 0:
+        return f"-XX:SharedArchiveFile={final}"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_archives(final)
+    return f"-XX:ArchiveClassesAtExit={final}.tmp-{os.getpid()}"
+
+
+def _remove_stale_archives(final: Path) -> None:
+    # Temporary archives of processes that died before promoting theirs are garbage.
+    for tmp in final.parent.glob(final.name + ".tmp-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _promote_archive_at_exit(session: SparkSession, home: Path) -> None:
+    """Once this process ends, let the driver JVM exit, then move its fresh archive into place."""
+    final = archive_path(home)
+    tmp = Path(f"{final}.tmp-{os.getpid()}")
+    gateway = getattr(getattr(session, "_sc", None), "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is None or final.exists():
+        return
+
+    def promote() -> None:
+        # The JVM exits when its stdin closes (pyspark's gateway protocol) and writes the archive on exit.
+        with contextlib.suppress(Exception):
+            session.stop()
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=120)
+        except Exception:
+            return
+        if proc.returncode == 0 and tmp.is_file() and tmp.stat().st_size > 0 and not final.exists():
+            with contextlib.suppress(OSError):
+                tmp.replace(final)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+    atexit.register(promote)
+
+
+@contextlib.contextmanager
+def spark_failures(what: str) -> Iterator[None]:
+    """Translate a failing Spark call into `EnvironmentFailure` (replctl's own errors pass through).
+
+    Adapters translate every foreign exception at the boundary (errors.py); `what` names the job for the
+    operator, e.g. "replication pass A→B".
+    """
+    try:
+        yield
+    except ReplctlError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise EnvironmentFailure(f"{what} failed in Spark: {first_line}", code="spark") from exc
+        raise

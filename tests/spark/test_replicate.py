@@ -1,0 +1,297 @@
+"""Replication passes (REP1, REP2, REP3, CF1, RFC2) on real Parquet logs, checked event by event."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from replctl.adapters.logstore import LogStore
+from replctl.adapters.spark.jobs import append_events, read_log, replicate_pass
+from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.core.vectortime import VectorTime
+from replctl.errors import BadFilter
+
+pytestmark = pytest.mark.spark
+
+EVENT_DDL = (
+    "seq BIGINT, origin STRING, origin_time BIGINT, vt MAP<STRING, BIGINT>, type STRING, key STRING, "
+    "tags ARRAY<STRING>, payload STRING, emitted_at TIMESTAMP"
+)
+
+
+def _write_log(spark: Any, store: LogStore, location: str, events: list[dict[str, Any]]) -> str:
+    """Store already-numbered events as one segment (a source log built by hand)."""
+    rel = store.new_segment_path(location, events[0]["seq"])
+    rows = [
+        (
+            e["seq"],
+            e["origin"],
+            e["origin_time"],
+            e["vt"],
+            e.get("type"),
+            e.get("key"),
+            e.get("tags", []),
+            None,
+            None,
+        )
+        for e in events
+    ]
+    spark.createDataFrame(rows, EVENT_DDL).write.parquet(store.uri(rel))
+    return rel
+
+
+def _spec(segments: list[str], **kw: Any) -> PassSpec:
+    defaults: dict[str, Any] = {
+        "source_segments": segments,
+        "progress": 0,
+        "target_cvv": {},
+        "filter_sql": None,
+        "admission": [],
+        "target_seq": 0,
+        "out_rel": "B/seg-out",
+        "source_keys": ["A", "B", "C", "D"],
+    }
+    defaults.update(kw)
+    return PassSpec(**defaults)
+
+
+def _ev(seq: int, origin: str, time: int, vt: dict[str, int], key: str | None = None) -> dict[str, Any]:
+    return {"seq": seq, "origin": origin, "origin_time": time, "vt": vt, "key": key}
+
+
+def test_pass_writes_renumbered_events_in_source_order(spark: Any, store: LogStore) -> None:
+    src = store.new_segment_path("A", 1)
+    append_events(
+        spark, store, "A", events=[{"key": f"e{i}"} for i in range(1, 5)], start_seq=1, cvv={}, out_rel=src
+    )
+    out = store.new_segment_path("B", 11)
+    result = replicate_pass(
+        spark, store, _spec([src], progress=1, target_seq=10, target_cvv={"B": 10}, out_rel=out)
+    )
+    # seq' = target_seq + (seq − progress): 2,3,4 → 11,12,13.
+    assert result == PassResult(3, 3, 0, 0, None, 4, SegmentStats(3, 11, 13, {"A": 4}))
+    events = read_log(spark, store, [out])
+    assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events] == [
+        (11, "A", 2, {"A": 2}, "e2"),
+        (12, "A", 3, {"A": 3}, "e3"),
+        (13, "A", 4, {"A": 4}, "e4"),
+    ]
+
+
+def test_pass_skips_causal_duplicates_and_filtered_events(spark: Any, store: LogStore) -> None:
+    src = _write_log(
+        spark,
+        store,
+        "X",
+        [
+            _ev(1, "A", 1, {"A": 1}, "k1"),  # known at the target: CF1
+            _ev(2, "X", 1, {"A": 1, "X": 1}, "k2"),  # filtered out
+            _ev(3, "X", 2, {"A": 1, "X": 2}, None),  # key NULL: the filter is NULL, which rejects
+            _ev(4, "X", 3, {"A": 1, "X": 3}, "k1"),  # written
+            _ev(5, "B", 7, {"B": 7}, "k1"),  # known at the target: CF1 again
+        ],
+    )
+    out = store.new_segment_path("Y", 1)
+    result = replicate_pass(
+        spark,
+        store,
+        _spec(
+            [src],
+            target_cvv={"A": 1, "B": 9},
+            filter_sql="key = 'k1'",
+            out_rel=out,
+            source_keys=["A", "B", "X"],
+        ),
+    )
+    assert result == PassResult(5, 1, 2, 2, None, 5, SegmentStats(1, 4, 4, {"A": 1, "X": 3}))
+    assert [e["origin_time"] for e in read_log(spark, store, [out])] == [3]
+
+
+def test_rerun_from_older_progress_writes_nothing(spark: Any, store: LogStore) -> None:
+    """REP3: after a pass, CVV-Y covers every written event; re-running from 0 meets only CF1 duplicates."""
+    src = store.new_segment_path("A", 1)
+    append_events(spark, store, "A", generate=300, seed=1, start_seq=1, cvv={"C": 2}, out_rel=src)
+    first = replicate_pass(spark, store, _spec([src], out_rel=store.new_segment_path("B", 1)))
+    assert first.written == 300 and first.segment is not None
+    cvv = VectorTime({"B": 0}).merge(first.segment.vt_lub).to_dict()
+    assert cvv == {"A": 300, "C": 2}
+    again_out = store.new_segment_path("B", 301)
+    again = replicate_pass(spark, store, _spec([src], target_cvv=cvv, target_seq=300, out_rel=again_out))
+    assert again == PassResult(300, 0, 300, 0, None, 300, None)
+    assert not store.exists(again_out)  # nothing written, no segment left behind
+
+
+def test_admission_blocks_until_the_group_part_arrives(spark: Any, store: LogStore) -> None:
+    """RFC2: D→B into group {A,B}; D's event that depends on A:1 waits until B has A:1 (filter: origin = 'D')."""
+    src = _write_log(
+        spark,
+        store,
+        "D",
+        [
+            _ev(1, "D", 1, {"D": 1}),
+            _ev(2, "A", 1, {"A": 1}),  # the group event, filtered on D→B: it must reach B from A
+            _ev(3, "D", 2, {"A": 1, "D": 2}),  # depends on A:1
+            _ev(4, "D", 3, {"A": 1, "D": 3}),
+        ],
+    )
+    spec = _spec(
+        [src],
+        filter_sql="origin = 'D'",
+        admission=["A", "B"],
+        out_rel=store.new_segment_path("B", 1),
+        source_keys=["A", "D"],
+    )
+    first = replicate_pass(spark, store, spec)
+    # REP2: progress = seq of the last event examined before the block (the filtered A:1 at seq 2).
+    assert first == PassResult(2, 1, 0, 1, 3, 2, SegmentStats(1, 1, 1, {"D": 1}))
+
+    # A→B has not delivered A:1 yet: the first event blocks, progress stays, nothing is written or left behind.
+    waiting_out = store.new_segment_path("B", 2)
+    waiting = replicate_pass(
+        spark, store, replace(spec, progress=2, target_cvv={"D": 1}, target_seq=1, out_rel=waiting_out)
+    )
+    assert waiting == PassResult(0, 0, 0, 0, 3, 2, None)
+    assert not store.exists(waiting_out)
+
+    # A→B delivered A:1 (B wrote it at seq 2): the rest flows.
+    done_out = store.new_segment_path("B", 3)
+    done = replicate_pass(
+        spark, store, replace(spec, progress=2, target_cvv={"A": 1, "D": 1}, target_seq=2, out_rel=done_out)
+    )
+    assert done == PassResult(2, 2, 0, 0, None, 4, SegmentStats(2, 3, 4, {"A": 1, "D": 3}))
+    assert [(e["seq"], e["origin_time"]) for e in read_log(spark, store, [done_out])] == [(3, 2), (4, 3)]
+
+
+def test_group_event_from_outside_the_group_blocks(spark: Any, store: LogStore) -> None:
+    """RFC2: P = {A, B}; A:1 reaching B through D blocks (B must get it from A), and so does what follows."""
+    src = _write_log(
+        spark,
+        store,
+        "D",
+        [_ev(1, "D", 1, {"D": 1}), _ev(2, "A", 1, {"A": 1}), _ev(3, "D", 2, {"A": 1, "D": 2})],
+    )
+    out = store.new_segment_path("B", 1)
+    result = replicate_pass(
+        spark, store, _spec([src], admission=["A", "B"], out_rel=out, source_keys=["A", "D"])
+    )
+    assert result == PassResult(1, 1, 0, 0, 2, 1, SegmentStats(1, 1, 1, {"D": 1}))
+    # Once B has A:1, the group event is a CF1 duplicate and D:2 is admitted.
+    later = replicate_pass(
+        spark,
+        store,
+        _spec(
+            [src],
+            progress=1,
+            target_cvv={"A": 1, "D": 1},
+            target_seq=5,
+            admission=["A", "B"],
+            out_rel=store.new_segment_path("B", 6),
+            source_keys=["A", "D"],
+        ),
+    )
+    assert later == PassResult(2, 1, 1, 0, None, 3, SegmentStats(1, 7, 7, {"A": 1, "D": 2}))
+
+
+def test_bad_filter_is_refused_before_any_job(spark: Any, store: LogStore) -> None:
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1})])
+    with pytest.raises(BadFilter):
+        replicate_pass(spark, store, _spec([src], filter_sql="seq > 1"))  # seq is not a filter column
+    with pytest.raises(BadFilter, match="not boolean"):
+        replicate_pass(spark, store, _spec([src], filter_sql="origin_time + 1"))
+    assert replicate_pass(spark, store, _spec([])) == PassResult(0, 0, 0, 0, None, 0, None)
+
+
+# --- against a direct reading of REP1 on random causal histories ---------------------------------------------
+
+
+def _history(rng: random.Random, steps: int) -> dict[str, list[dict[str, Any]]]:
+    """Logs of A..E after random local appends (EM1) and full replication runs (CF1, in source order)."""
+    names = ["A", "B", "C", "D", "E"]
+    logs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    cvv = {n: VectorTime() for n in names}
+    seq = dict.fromkeys(names, 0)
+    for _ in range(steps):
+        x = rng.choice(names)
+        if rng.random() < 0.6:
+            seq[x] += 1
+            vt = cvv[x].merge({x: seq[x]})
+            logs[x].append(_ev(seq[x], x, seq[x], vt.to_dict(), rng.choice(["k0", "k1", "k2"])))
+            cvv[x] = vt
+        else:
+            y = rng.choice([n for n in names if n != x])
+            for e in list(logs[y]):
+                if not VectorTime(e["vt"]) <= cvv[x]:
+                    seq[x] += 1
+                    logs[x].append({**e, "seq": seq[x]})
+                    cvv[x] = cvv[x].merge(e["vt"])
+    return logs
+
+
+def _reference(
+    source: list[dict[str, Any]],
+    progress: int,
+    cvv: VectorTime,
+    keep: Callable[[dict[str, Any]], bool],
+    admission: list[str],
+) -> tuple[list[int], int, int | None]:
+    """REP1/REP2 read literally, one event at a time: (written source seqs, progress, blocked_at)."""
+    written: list[int] = []
+    new_progress = progress
+    for e in source:
+        if e["seq"] <= progress:
+            continue
+        vt = VectorTime(e["vt"])
+        if vt <= cvv or not keep(e):
+            new_progress = e["seq"]
+            continue
+        if admission and not vt.project(admission) <= cvv:
+            return written, new_progress, e["seq"]
+        written.append(e["seq"])
+        cvv = cvv.merge(vt)
+        new_progress = e["seq"]
+    return written, new_progress, None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pass_matches_a_literal_reading_of_rep1(spark: Any, store: LogStore, seed: int) -> None:
+    rng = random.Random(seed)
+    logs = _history(rng, 60)
+    source_name, target_name = "A", "B"
+    source = logs[source_name]
+    if not source:
+        pytest.skip("empty source log")
+    target_cvv = VectorTime().merge(*[e["vt"] for e in logs[target_name]])
+    progress = rng.randrange(0, max(1, len(source) // 2))
+    admission = ["B", "C"]
+    src = _write_log(spark, store, source_name, source)
+    out = store.new_segment_path(target_name, 1)
+    result = replicate_pass(
+        spark,
+        store,
+        _spec(
+            [src],
+            progress=progress,
+            target_cvv=target_cvv.to_dict(),
+            filter_sql="key <> 'k2'",
+            admission=admission,
+            target_seq=100,
+            out_rel=out,
+            source_keys=["A", "B", "C", "D", "E"],
+        ),
+    )
+    expected_written, expected_progress, expected_block = _reference(
+        source, progress, target_cvv, lambda e: e["key"] != "k2", admission
+    )
+    assert (result.blocked_at, result.progress) == (expected_block, expected_progress)
+    stored = read_log(spark, store, [out]) if result.segment else []
+    assert [e["seq"] for e in stored] == [100 + s - progress for s in expected_written]
+    by_seq = {e["seq"]: e for e in source}
+    assert [(e["origin"], e["origin_time"], e["vt"]) for e in stored] == [
+        (by_seq[s]["origin"], by_seq[s]["origin_time"], by_seq[s]["vt"]) for s in expected_written
+    ]
+    assert result.written == len(expected_written)
+    assert result.examined == result.written + result.skipped_causal + result.skipped_filter
