@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_session import HOME, MASTER
 from typer.testing import CliRunner, Result
 
 from replctl.cli import app
@@ -34,7 +35,7 @@ class Outcome:
 class Replctl:
     """`replctl` bound to one catalog and one store (both under a test's tmp_path)."""
 
-    def __init__(self, root: Path, *, db_url: str | None = None, spark_master: str = "local[2]") -> None:
+    def __init__(self, root: Path, *, db_url: str | None = None, spark_master: str = MASTER) -> None:
         self.root = root
         self.db_url = db_url or f"sqlite:///{root / 'catalog.db'}"
         self.store = root / "logs"
@@ -42,6 +43,7 @@ class Replctl:
             "REPLCTL_DB": self.db_url,
             "REPLCTL_STORE": str(self.store),
             "REPLCTL_SPARK_MASTER": spark_master,
+            "REPLCTL_HOME": str(HOME),
             "COLUMNS": "160",
             "NO_COLOR": "1",
             "REPLCTL_CONFIG": "",

@@ -165,12 +165,16 @@ def show(
         segments = [s for s in tx.segments(name) if s.seq_hi >= from_seq]
     events: list[dict[str, Any]] = []
     if segments:
-        from replctl.adapters.spark import jobs
-
         check_stored(engine, name, segments)
-        events = jobs.read_log(
-            engine.spark(), engine.store, [s.path for s in segments], from_seq=from_seq, limit=limit
-        )
+        paths = [s.path for s in segments]
+        if engine.store.is_local:
+            from replctl.adapters.logstore.reader import read_local
+
+            events = read_local(engine.store, paths, from_seq=from_seq, limit=limit)
+        else:
+            from replctl.adapters.spark import jobs
+
+            events = jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit)
     return {
         "location": name,
         "seq": loc.seq,

@@ -1,0 +1,41 @@
+"""Reading a few segments of a local log without a JVM (pyarrow), for `log show`.
+
+Showing a page of a log is not heavy work: starting Spark for it would cost seconds of JVM start-up in a cold
+process. Heavy reads (replication, verification, deletion checks) stay Spark jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from replctl.adapters.logstore import LogStore
+from replctl.errors import EnvironmentFailure
+
+COLUMNS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload", "emitted_at")
+
+
+def read_local(
+    store: LogStore, segment_paths: Sequence[str], *, from_seq: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The events with seq ≥ `from_seq` of the given local segments, in seq order, at most `limit`."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = [str(f) for path in segment_paths for f in sorted(store.local_path(path).glob("*.parquet"))]
+    if not files:
+        return []
+    try:
+        table = ds.dataset(files, format="parquet").to_table(
+            columns=list(COLUMNS), filter=pc.field("seq") >= from_seq
+        )
+    except (OSError, ValueError) as exc:  # pyarrow.lib.ArrowInvalid derives from ValueError
+        raise EnvironmentFailure(f"cannot read the log's segment files: {exc}", code="store") from exc
+    table = table.sort_by("seq")
+    if limit is not None:
+        table = table.slice(0, limit)
+    rows: list[dict[str, Any]] = table.to_pylist()
+    for row in rows:
+        row["vt"] = dict(sorted(row["vt"] or []))
+        row["tags"] = list(row["tags"] or [])
+    return rows
