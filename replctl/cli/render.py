@@ -245,6 +245,16 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
             c["reason"] or "",
         )
     console.print(conns)
+    matrix = doc.get("matrix")
+    if matrix and matrix["origins"]:
+        grid = Table("location", *matrix["origins"], title="max seen (deleted up to)")
+        for name, row in matrix["rows"].items():
+            cells = []
+            for o in matrix["origins"]:
+                cell = row[o]
+                cells.append(f"{cell['max']}" + (f" ({cell['deleted']})" if cell["deleted"] else ""))
+            grid.add_row(name, *cells)
+        console.print(grid)
     for p in doc.get("pending_deletions", []):
         console.print(
             f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from replctl.cli.boundary import run
@@ -107,8 +108,13 @@ def config_show(ctx: typer.Context) -> None:
     run(ctx, action, render)
 
 
-def status(ctx: typer.Context) -> None:
-    """Locations, connections (state, progress, lag, why they wait) and pending deletions."""
+def status(
+    ctx: typer.Context,
+    watch: Annotated[
+        float | None, typer.Option("--watch", metavar="SECONDS", min=0.5, help="Refresh every SECONDS.")
+    ] = None,
+) -> None:
+    """Locations, connections (state, progress, lag, why they wait), version vectors and pending deletions."""
 
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
@@ -123,7 +129,34 @@ def status(ctx: typer.Context) -> None:
         else:
             render_status(stdout(), out)
 
+    if watch is not None:
+        _watch(ctx, watch)
     run(ctx, action, render)
+
+
+def _watch(ctx: typer.Context, seconds: float) -> None:
+    """Redraw the text status until interrupted (Ctrl-C ends it with exit 0)."""
+    import time
+
+    from rich.live import Live
+
+    from replctl.cli.render import render_status
+    from replctl.services import status as status_service
+
+    app: AppContext = ctx.obj
+    console = stdout()
+    try:
+        with Live(console=console, auto_refresh=False) as live:
+            while True:
+                from rich.console import Group
+
+                capture = Console(record=True, width=console.width)
+                with capture.capture():
+                    render_status(capture, status_service.status(app.catalog()))
+                live.update(Group(capture.export_text()), refresh=True)
+                time.sleep(seconds)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
-from replctl.core.model import Segment
+from replctl.core.model import Location, Segment
 from replctl.core.topology_rules import validate as validate_state
 
 
@@ -57,4 +57,20 @@ def status(catalog: Catalog) -> dict[str, Any]:
             for p in pending
         ],
         "warnings": [violation_json(v) for v in validate_state(state) if v.warning],
+        "matrix": version_matrix([loc for loc in locations if not loc.retired]),
+    }
+
+
+def version_matrix(locations: list[Location]) -> dict[str, Any]:
+    """The replication update vector view: per location and origin, the max seen and the deleted prefix.
+
+    Everything of origin o up to DVV[o] is gone from that log (a stored event below a deleted one would precede
+    it, EM3, and be deleted too), so `deleted` is where the log's own copy of o's events starts.
+    """
+    origins = sorted({k for loc in locations for k in loc.cvv})
+    return {
+        "origins": origins,
+        "rows": {
+            loc.name: {o: {"max": loc.cvv[o], "deleted": loc.dvv[o]} for o in origins} for loc in locations
+        },
     }

@@ -76,6 +76,9 @@ def test_deletion_waits_for_a_target_that_lacks_the_events_and_completes_after_r
     assert rc.json("status")["pending_deletions"] == []
     assert rc.keys("B") == ["e1", "e2", "e3", "e4"]
     assert loc(rc, "A")["dvv"] == {"A": 4}
+    matrix = rc.json("status")["matrix"]
+    assert matrix["origins"] == ["A"]
+    assert matrix["rows"] == {"A": {"A": {"max": 4, "deleted": 4}}, "B": {"A": {"max": 4, "deleted": 0}}}
     assert rc.json("log", "verify")["ok"]
 
 
