@@ -28,7 +28,7 @@ _VALUE_OPTIONS = {
     "--output",
     "--reason",
 }
-_FLAG_OPTIONS = {"--json", "--yes"}
+_FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress"}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -108,6 +108,12 @@ def root(
     reason: Annotated[
         str | None, typer.Option("--reason", metavar="TEXT", help="Why; kept in the journal.")
     ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress", help="Spark progress on stderr (default: when it is a terminal)."
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -127,7 +133,7 @@ def root(
     except ReplctlError as exc:
         emit_error(exc, as_json=json_output or output == "json")
         raise typer.Exit(exc.exit_code) from None
-    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason)
+    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress)
 
 
 def _register() -> None:

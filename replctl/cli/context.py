@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,11 @@ class AppContext:
     settings: Settings
     yes: bool = False
     reason: str | None = None
+    progress: bool | None = (
+        None  # --progress / --no-progress; None: on when stderr is a terminal, off with --json
+    )
     _catalog: Any = field(default=None, repr=False)
+    _engine: Any = field(default=None, repr=False)
 
     @property
     def json(self) -> bool:
@@ -50,10 +55,17 @@ class AppContext:
         """The data plane: log store plus a (lazily started, process-wide) Spark session."""
         from replctl.services.engine import Engine
 
-        return Engine(self.store(), self.settings)
+        if self._engine is None:
+            shown = self.progress if self.progress is not None else (not self.json and sys.stderr.isatty())
+            self._engine = Engine(self.store(), self.settings, progress=shown)
+        engine: Engine = self._engine
+        return engine
 
     def close(self) -> None:
         """Release the catalog's connections (the Spark session stays for reuse in-process)."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None

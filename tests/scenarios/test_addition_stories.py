@@ -44,7 +44,9 @@ def test_the_seeds_location_addition_example_leaves_no_location_missing_events(r
     rc("location", "add", "D")
     dry = rc.json("topology", "add", "A", "D", "--both", "--dry-run")
     assert {(c["source"], c["target"]): c["state"] for c in dry["connections"]} == {
-        ("A", "D"): "pending", ("D", "A"): "active"}
+        ("A", "D"): "pending",
+        ("D", "A"): "active",
+    }
     rc("topology", "add", "A", "D", "--both")
     rc("topology", "add", "C", "D", "--both")
     state = conns(rc)
@@ -60,7 +62,8 @@ def test_the_seeds_location_addition_example_leaves_no_location_missing_events(r
 
 
 def test_a_location_asking_for_only_new_events_gets_only_those_while_other_connections_wait(
-        rc: Replctl) -> None:
+    rc: Replctl,
+) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
@@ -82,7 +85,8 @@ def test_a_location_asking_for_only_new_events_gets_only_those_while_other_conne
 
 
 def test_a_location_that_joined_with_current_history_passes_its_deletion_knowledge_to_a_later_joiner(
-        rc: Replctl) -> None:
+    rc: Replctl,
+) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
@@ -117,12 +121,19 @@ def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass
     slow = rc.json("replicate", "A", "SLOW")["passes"][0]
     assert (fast["action"], slow["action"]) == ("copied", "ran")
     assert (fast["written"], fast["progress"]) == (slow["written"], slow["progress"]) == (3, 3)
-    strip = [{k: e[k] for k in ("seq", "origin", "origin_time", "vt", "key")}
-             for e in rc.json("log", "show", "FAST")["events"]]
-    assert strip == [{k: e[k] for k in ("seq", "origin", "origin_time", "vt", "key")}
-                     for e in rc.json("log", "show", "SLOW")["events"]]
+    strip = [
+        {k: e[k] for k in ("seq", "origin", "origin_time", "vt", "key")}
+        for e in rc.json("log", "show", "FAST")["events"]
+    ]
+    assert strip == [
+        {k: e[k] for k in ("seq", "origin", "origin_time", "vt", "key")}
+        for e in rc.json("log", "show", "SLOW")["events"]
+    ]
     assert [e["key"] for e in rc.json("log", "show", "FAST")["events"]] == ["a1", "a2", "a3"]
-    assert (loc(rc, "FAST")["cvv"], loc(rc, "FAST")["seq"]) == (loc(rc, "SLOW")["cvv"], loc(rc, "SLOW")["seq"])
+    assert (loc(rc, "FAST")["cvv"], loc(rc, "FAST")["seq"]) == (
+        loc(rc, "SLOW")["cvv"],
+        loc(rc, "SLOW")["seq"],
+    )
     append(rc, "A", "a4")  # later passes are ordinary ones
     rc("replicate")
     assert rc.keys("FAST") == rc.keys("SLOW") == ["a1", "a2", "a3", "a4"]
