@@ -10,9 +10,10 @@ from rich.table import Table
 from replctl.cli.boundary import run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import location_json, render_topology_outcome, topology_outcome_json
+from replctl.cli.render import render_topology_outcome, topology_outcome_json
 from replctl.core.model import Role
 from replctl.errors import UnknownName
+from replctl.services.views import location_json
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
 

@@ -9,25 +9,12 @@ from rich.table import Table
 from rich.tree import Tree
 
 from replctl.cli.output import emit_json, stderr, stdout
-from replctl.core.model import Change, Connection, Location
+from replctl.core.model import Change, Connection
+from replctl.services.views import location_json
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
     from replctl.services.topology import TopologyOutcome, TopologyView
-
-
-def location_json(loc: Location) -> dict[str, Any]:
-    """A location as in `status --json`."""
-    return {
-        "name": loc.name,
-        "role": loc.role.value,
-        "state": loc.state.value,
-        "seq": loc.seq,
-        "cvv": loc.cvv.to_dict(),
-        "dvv": loc.dvv.to_dict(),
-        "deleted_upto": loc.deleted_upto,
-        "logical_deleted_upto": loc.logical_deleted_upto,
-    }
 
 
 def change_json(change: Change) -> dict[str, Any]:

@@ -27,8 +27,8 @@ def _lag(segments: list[Segment], progress: int) -> int:
 
 def status(catalog: Catalog) -> dict[str, Any]:
     """The `status --json` document (cli.md) plus ROLE2 warnings."""
-    from replctl.cli.render import location_json
     from replctl.services.topology import load_state, violation_json
+    from replctl.services.views import location_json
 
     with catalog.transaction() as tx:
         locations = tx.locations()
