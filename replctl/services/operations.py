@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from replctl.adapters.catalog.leases import holder_name
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.errors import Incomplete, LockHeld, Refused, ReplctlError
+from replctl.failpoints import hit
 
 T = TypeVar("T")
 
@@ -94,10 +96,13 @@ def operation(
         # Sorted so that two operators asking for the same pair agree on the order.
         for resource in sorted(set(resources)):
             with catalog.transaction() as tx:
+                # The holder names this process, so that a re-run after a crash can tell it died.
                 ctx.tokens[resource] = tx.acquire_lease(
-                    resource, f"{_actor()}@{socket.gethostname()}", op_id, LEASE_TTL_SECONDS
+                    resource, holder_name(_actor()), op_id, LEASE_TTL_SECONDS
                 )
+        hit("operation.after-lease")
         result = body(ctx)
+        hit("operation.before-finish")
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         return result
     except Refused as exc:

@@ -149,6 +149,7 @@ def _recover(
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
         return doc
+    hit("recover.before-end")
     with ctx.transaction() as tx:
         current = get_location(tx, name)
         floor = dr.recovered_clock(
@@ -202,6 +203,7 @@ def _recover_metadata(
         kept_stats = truncate_below(
             engine.spark(), engine.store, split.straddle.path, first_lost, out_rel, keys=sorted(loc.cvv)
         )
+    hit("recover.before-metadata")  # survivors of a straddling segment written, catalog not yet
     survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])
     last_survivor = max(
         [loc.deleted_upto, *(s.seq_hi for s in split.keep), kept_stats.seq_hi if kept_stats else 0]

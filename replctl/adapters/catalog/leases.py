@@ -10,23 +10,80 @@ INSERT ... ON CONFLICT DO NOTHING. On PostgreSQL the primary key and the row loc
 concurrent takers; on SQLite every transaction holds the database's write lock from BEGIN IMMEDIATE. Times
 come from this process's clock: hosts sharing a catalog should keep their clocks in sync (NTP), as the
 expiry is compared with it.
+
+A killed process cannot release its leases, and waiting out the time to live would keep the operator from
+re-running the command for minutes. So the holder names its process (`holder_name`: user, host, pid and pid
+namespace), and a lease whose holder is provably dead (same host and pid namespace, and that pid no longer
+runs) is taken over at once; the dead operation is then journalled as failed in the same transaction. Only
+"provably" matters: a pid that runs again (reused) or a holder elsewhere keeps the lease until it expires,
+and fencing makes even a wrong verdict safe, as the old holder's next commit fails.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.engine import Connection, Row
 
-from replctl.adapters.catalog.dialect import LEASES, insert
+from replctl.adapters.catalog.dialect import LEASES, OPERATIONS, insert
+from replctl.core.journal import Outcome
 from replctl.errors import LockHeld
 
 # A conditional grant can lose a race twice at most (the row appears, then is freed in between); a third
 # miss means something else is wrong, and the last reading is reported.
 _GRANT_ATTEMPTS = 3
+
+
+# "alice@db1 pid 4242 pidns 4026531836"; the namespace part is absent where /proc does not tell it.
+_HOLDER = re.compile(r"^(?P<user>.*)@(?P<host>[^@ ]*) pid (?P<pid>[0-9]+)(?: pidns (?P<ns>[0-9]+))?$")
+
+
+def _pid_namespace() -> str | None:
+    # Containers sharing a host name (host networking) still have their own pid numbers; the namespace
+    # inode tells them apart, so one never judges the other's pids.
+    try:
+        return str(Path("/proc/self/ns/pid").stat().st_ino)
+    except OSError:
+        return None
+
+
+def holder_name(user: str) -> str:
+    """The holder string of this process: who, on which host, which pid (and pid namespace)."""
+    namespace = _pid_namespace()
+    suffix = f" pidns {namespace}" if namespace else ""
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}{suffix}"
+
+
+def _process_gone(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # it runs, as another user
+    try:
+        # A killed child its parent has not reaped yet still answers kill(0); it runs no code any more.
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True only when `holder` names a process of this host and pid namespace that no longer runs."""
+    found = _HOLDER.match(holder)
+    if found is None or found["host"] != socket.gethostname() or found["ns"] != _pid_namespace():
+        return False
+    return _process_gone(int(found["pid"]))
 
 
 class LeaseQueries:
@@ -39,7 +96,8 @@ class LeaseQueries:
         """Take the lease on `resource` for `ttl_seconds`; returns its fencing token.
 
         Raises `LockHeld` (exit 4) naming the holder, its operation and since when, unless the current
-        lease was released or has expired, in which case it is taken over.
+        lease was released, has expired, or its holder is provably dead (`holder_is_dead`), in which case
+        it is taken over.
         """
         if ttl_seconds <= 0:
             raise ValueError(f"a lease needs a positive time to live, got {ttl_seconds}")
@@ -74,8 +132,42 @@ class LeaseQueries:
                 return int(created)
             current = self._read(resource)
             if current is not None and current.released_at is None and current.expires_at > now:
+                if holder_is_dead(current.holder):
+                    taken = self._take_over_dead(resource, current, grant)
+                    if taken is not None:
+                        return taken
+                    continue  # someone else took it over first: read again
                 raise _held(resource, current)
         raise _held(resource, current)
+
+    def _take_over_dead(self, resource: str, dead: Row[Any], grant: dict[str, Any]) -> int | None:
+        # Conditional on the very token judged dead, so that two operators doing this at once cannot both
+        # win; the dead operation's journal row says what happened in the same transaction.
+        taken = self._conn.execute(
+            LEASES.update()
+            .where(
+                LEASES.c.resource == resource, LEASES.c.token == dead.token, LEASES.c.released_at.is_(None)
+            )
+            .values(token=LEASES.c.token + 1, **grant)
+            .returning(LEASES.c.token)
+        ).scalar_one_or_none()
+        if taken is None:
+            return None
+        self._conn.execute(
+            OPERATIONS.update()
+            .where(OPERATIONS.c.id == dead.operation_id, OPERATIONS.c.outcome == Outcome.RUNNING.value)
+            .values(
+                outcome=Outcome.FAILED.value,
+                error={
+                    "code": "holder-died",
+                    "message": f"{dead.holder} died while holding {resource}; operation "
+                    f"{grant['operation_id']} took the lease over",
+                    "hint": "its completed steps are journalled; re-running the command resumes it",
+                },
+                ended_at=grant["acquired_at"],
+            )
+        )
+        return int(taken)
 
     def check_lease(self, resource: str, token: int) -> None:
         """Raise `LockHeld` unless `token` is still the current, unreleased lease on `resource`.

@@ -1,0 +1,337 @@
+"""Bad input through the CLI (cli.md, Exit codes): random names, numbers, filters, events, files and flags.
+
+Every input must end with exit 0 (valid), 2 (invalid) or 3 (refused by a rule): never 1 (a bug), never a
+traceback, the reason on one line, and after anything not accepted the catalog (status and topology history)
+and the store (its file listing) exactly as before. The world holds no events, so that inputs which pass
+validation are still answered without starting Spark: appends go to the hub H (refused by ROLE1, exit 3,
+after the input was parsed) and changes are asked for with `--dry-run`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clitool import Outcome, Replctl
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+KNOWN = {"A", "B", "H"}
+EXAMPLES = settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+TALLY: dict[str, dict[str, int]] = {}
+
+
+class World:
+    """A: read-write, B: read-write, H: hub; A→B. No events, so no command here needs Spark."""
+
+    def __init__(self, root: Path) -> None:
+        self.rc = Replctl(root)
+        self.rc("init")
+        self.rc("location", "add", "A")
+        self.rc("location", "add", "B")
+        self.rc("location", "add", "H", "--role", "hub")
+        self.rc("topology", "add", "A", "B")
+        self.files = root / "inputs"
+        self.files.mkdir()
+        self.baseline = self.state()
+
+    def state(self) -> dict[str, Any]:
+        """What a rejected input must leave unchanged: status, history and every file of the store."""
+        store = self.rc.store
+        listing = sorted(str(p.relative_to(store)) for p in store.rglob("*")) if store.exists() else []
+        return {**self.rc.snapshot(), "store": listing}
+
+    def check(self, topic: str, *args: str, allowed: tuple[int, ...] = (2, 3)) -> Outcome:
+        """Run; the exit code must be allowed, the reason one line, no traceback, nothing changed."""
+        out = self.rc(*args, expect=None)
+        text = out.stdout + out.stderr
+        assert out.code in allowed, f"replctl {args!r} exited {out.code}:\n{text}"
+        assert "Traceback" not in text, text
+        if out.code != 0:
+            assert one_line_reason(out), f"no one-line reason for {args!r}:\n{text}"
+            assert self.state() == self.baseline, f"replctl {args!r} changed something"
+        tally = TALLY.setdefault(topic, {"tried": 0, "rejected": 0})
+        tally["tried"] += 1
+        tally["rejected"] += out.code != 0
+        return out
+
+
+def one_line_reason(out: Outcome) -> bool:
+    # A replctl error prints "error: ..." (exit 2) or the refusal itself (exit 3), then at most "also" and
+    # "hint:" lines; Click's own usage errors end with one "Error: ..." line.
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    if not lines:
+        return False
+    if any(line.startswith("Error: ") for line in lines):
+        return True
+    rest = lines[1:]
+    return all(line.startswith(("hint: ", "  also [")) for line in rest)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    yield World(tmp_path_factory.mktemp("bad-input"))
+
+
+# Names ------------------------------------------------------------------------------------------------------
+
+names = st.text(max_size=80).filter(lambda n: n not in KNOWN)
+
+# Every command that looks a location up; "--" keeps a name that starts with "-" from being read as an option.
+LOOKUPS = [
+    ("location", "show", "--", "{n}"),
+    ("log", "show", "--", "{n}"),
+    ("log", "verify", "--", "{n}"),
+    ("log", "append", "--event", "{{}}", "--", "{n}"),
+    ("delete", "--upto", "1", "--", "{n}"),
+    ("drill", "disaster", "--from", "1", "--", "{n}"),
+    ("recover", "location", "--", "{n}"),
+    ("location", "retire", "--", "{n}"),
+    ("topology", "add", "--", "A", "{n}"),
+    ("topology", "remove", "--", "{n}", "B"),
+    ("topology", "filter", "--set", "key = 'k'", "--", "A", "{n}"),
+    ("replicate", "--", "A", "{n}"),
+]
+
+
+@EXAMPLES
+@given(name=names, command=st.sampled_from(LOOKUPS))
+def test_an_unknown_location_name_exits_2_and_changes_nothing(
+    world: World, name: str, command: tuple[str, ...]
+) -> None:
+    assume("\x00" not in name)  # no process can receive a NUL in its arguments
+    world.check("unknown names", *(part.format(n=name) for part in command), allowed=(2,))
+
+
+@pytest.mark.parametrize("name", ["", "..", "a/b", "a\nb", "x" * 65])
+def test_a_location_id_the_store_cannot_hold_is_refused_with_exit_2(world: World, name: str) -> None:
+    world.check("location ids", "location", "add", "--dry-run", "--", name, allowed=(2,))
+
+
+# Numbers ----------------------------------------------------------------------------------------------------
+
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.sampled_from(["", " ", "1.5", "1e3", "0x10", "--1", "NaN", "∞", "٣", "1_000", "+-1", "9" * 400]),
+    st.text(max_size=12),
+)
+
+NUMBERED = [
+    ("delete", "A", "--dry-run", "--upto", "{v}"),
+    ("delete", "A", "--logical", "--dry-run", "--upto", "{v}"),
+    ("log", "show", "A", "--from", "{v}"),
+    ("log", "show", "A", "--limit", "{v}"),
+    ("drill", "disaster", "A", "--dry-run", "--from", "{v}"),
+    ("recover", "location", "A", "--dry-run", "--lost-from", "{v}"),
+    ("log", "append", "H", "--generate", "{v}"),
+    ("ops", "list", "--limit", "{v}"),
+]
+
+
+@EXAMPLES
+@given(value=numbers, command=st.sampled_from(NUMBERED))
+def test_a_number_option_takes_only_numbers_in_range(
+    world: World, value: str, command: tuple[str, ...]
+) -> None:
+    assume("\x00" not in value)
+    world.check("numbers", *(part.replace("{v}", value) for part in command), allowed=(0, 2, 3))
+
+
+# Filters ----------------------------------------------------------------------------------------------------
+
+FILTER_TOKENS = [
+    "key", "origin", "origin_time", "type", "tags", "payload", "KEY", "`key`", "nope", "e.key",
+    "=", "<>", "<", ">=", "AND", "OR", "NOT", "IS NULL", "LIKE", "rlike", "IN", "(", ")", ",",
+    "'e1'", "'", '"', "1", "-1", "1.5e", "NULL", "true", "array_contains(tags, 'x')", "size(tags)",
+    "count(*)", "sum(origin_time)", "over ()", "SELECT 1", "(SELECT 1)", "--", "/*", "*/", ";", "\\", "%",
+    "rand()", "current_timestamp()", "x -> x", "transform(tags, t -> t = 'a')",
+]  # fmt: skip
+filters = st.one_of(
+    st.lists(st.sampled_from(FILTER_TOKENS), min_size=0, max_size=9).map(" ".join),
+    st.text(max_size=60),
+    st.sampled_from(["key = 'e1'", "array_contains(tags, 'x')", "origin_time > 3 AND type IS NULL"]),
+)
+
+
+@EXAMPLES
+@given(expr=filters, how=st.sampled_from(["add", "set"]))
+def test_a_filter_expression_is_judged_without_spark_and_a_bad_one_exits_2(
+    world: World, expr: str, how: str
+) -> None:
+    assume("\x00" not in expr)
+    if how == "add":
+        args = ("topology", "add", "B", "A", "--dry-run", "--filter", expr)
+    else:
+        args = ("topology", "filter", "A", "B", "--dry-run", "--set", expr)
+    world.check("filters", *args, allowed=(0, 2, 3))
+
+
+# Events and event files -------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+field_values = st.one_of(json_values, st.text(max_size=10), st.lists(st.text(max_size=5), max_size=3))
+event_objects = st.dictionaries(
+    st.sampled_from(["type", "key", "tags", "payload", "seq", "vt", "origin", "Key", ""]),
+    field_values,
+    max_size=4,
+)
+NASTY_EVENTS = [
+    "",
+    "{",
+    '{"key": "e1"',
+    '{"key": "e1"} {"key": "e2"}',
+    "[" * 100_000 + "]" * 100_000,  # nesting deeper than the parser's recursion limit
+    '{"payload": ' + "1" * 5000 + "}",  # an integer longer than Python converts by default
+    '{"payload": NaN}',
+    '{"payload": Infinity}',
+    '{"key": "\\ud800"}',  # a lone surrogate: not text that UTF-8 (Parquet) can store
+    '{"key": "\udcff"}',  # what a non-UTF-8 byte on the command line arrives as (surrogateescape)
+    '{"tags": ["ok", "\udc80"]}',
+    '{"key": "e1", "key": 7}',
+    '{"tags": [null]}',
+    '{"tags": "abc"}',
+    "null",
+    '"event"',
+]
+event_texts = st.one_of(
+    event_objects.map(json.dumps),
+    json_values.map(json.dumps),
+    st.text(max_size=40),
+    st.sampled_from(NASTY_EVENTS),
+)
+
+
+@EXAMPLES
+@given(texts=st.lists(event_texts, min_size=1, max_size=3))
+def test_an_event_given_with_event_is_parsed_before_anything_is_written(
+    world: World, texts: list[str]
+) -> None:
+    assume(all("\x00" not in t for t in texts))
+    args: list[str] = []
+    for text in texts:
+        args += ["--event", text]
+    # H is a hub: input that parses is then refused by ROLE1 (exit 3), so every outcome is a rejection.
+    world.check("--event", "log", "append", "H", *args, allowed=(2, 3))
+
+
+def jsonl_bodies() -> st.SearchStrategy[bytes]:
+    lines = st.lists(event_texts, min_size=0, max_size=5).map(
+        lambda ls: "\n".join(ls).encode("utf-8", "replace")
+    )
+    valid = st.lists(event_objects.filter(lambda o: set(o) <= {"key", "type"}), min_size=1, max_size=5).map(
+        lambda objs: "\n".join(json.dumps(o) for o in objs).encode()
+    )
+    truncated = st.tuples(valid, st.integers(min_value=1, max_value=200)).map(lambda t: t[0][: -t[1]])
+    non_utf8 = st.tuples(valid, st.binary(min_size=1, max_size=8)).map(lambda t: t[0] + b"\xff\xfe" + t[1])
+    return st.one_of(lines, valid, truncated, non_utf8, st.binary(max_size=200))
+
+
+@EXAMPLES
+@given(body=jsonl_bodies(), suffix=st.sampled_from([".jsonl", ".json", ".txt", ""]))
+def test_an_event_file_is_parsed_whole_before_anything_is_written(
+    world: World, body: bytes, suffix: str
+) -> None:
+    path = world.files / f"events{suffix}"
+    path.write_bytes(body)
+    world.check("event files", "log", "append", "H", "--file", str(path), allowed=(2, 3))
+
+
+def test_a_huge_event_file_with_one_bad_line_at_its_end_is_refused_whole(world: World) -> None:
+    path = world.files / "huge.jsonl"
+    good = (json.dumps({"key": "k", "payload": "x" * 200}) + "\n").encode()
+    path.write_bytes(good * 20_000 + b'{"key": 1}\n')  # about 4 MB
+    out = world.check("event files", "log", "append", "H", "--file", str(path), allowed=(2,))
+    assert "huge.jsonl:20001" in out.stderr
+
+
+@pytest.mark.parametrize("given", ["missing.jsonl", "folder.jsonl", "missing.parquet"])
+def test_an_event_file_that_is_not_a_file_exits_2(world: World, given: str) -> None:
+    (world.files / "folder.jsonl").mkdir(exist_ok=True)
+    world.check("event files", "log", "append", "A", "--file", str(world.files / given), allowed=(2,))
+
+
+# Flag combinations ------------------------------------------------------------------------------------------
+
+APPEND_FLAGS = [
+    ("--event", '{"key": "k"}'),
+    ("--file", "{files}/none.jsonl"),
+    ("--generate", "3"),
+    ("--generate", "0"),
+    ("--seed", "x"),
+    ("--dry-run",),
+    ("--event",),
+    ("--bogus",),
+]
+DELETE_FLAGS = [
+    ("--upto", "1"),
+    ("--older-than", "thirty days"),
+    ("--older-than", "-1d"),
+    ("--logical",),
+    ("--dry-run",),
+    ("--upto",),
+]
+COMMANDS = [
+    ("log", "append", "A"),
+    ("log", "append", "H"),
+    ("delete", "A"),
+]
+
+
+@EXAMPLES
+@given(
+    command=st.sampled_from(COMMANDS),
+    flags=st.lists(st.sampled_from(APPEND_FLAGS + DELETE_FLAGS), max_size=4),
+)
+def test_a_flag_combination_is_valid_or_exits_2_naming_what_is_wrong(
+    world: World, command: tuple[str, ...], flags: list[tuple[str, ...]]
+) -> None:
+    args = [part.replace("{files}", str(world.files)) for flag in flags for part in flag]
+    # Always a dry run: a valid combination is then answered before Spark (the data commands' own tests run
+    # the real thing); an invalid one must be refused the same way with or without it.
+    world.check("flag combinations", *command, *args, "--dry-run", allowed=(0, 2, 3))
+
+
+FIXED_USAGE = [
+    ("replicate", "A"),
+    ("replicate", "A", "B", "C"),
+    ("topology", "filter", "A", "B"),
+    ("topology", "filter", "A", "B", "--set", "key = 'k'", "--clear"),
+    ("topology", "add", "A", "H", "--history", "bogus"),
+    ("location", "add", "Z", "--role", "bogus"),
+    ("topology", "show", "--format", "bogus"),
+    ("topology", "failover", "B", "--from", "A"),
+    ("--spark-conf", "novalue", "status"),
+    ("--output", "yaml", "status"),
+    ("--db", "notaurl", "status"),
+    ("--db", "mysql+nodriver://x/y", "status"),
+    ("ops", "show", "no-such-operation"),
+    ("bogus-command",),
+]
+
+
+@pytest.mark.parametrize("args", FIXED_USAGE, ids=[" ".join(a) for a in FIXED_USAGE])
+def test_a_malformed_command_line_exits_2_with_one_reason(world: World, args: tuple[str, ...]) -> None:
+    world.check("flag combinations", *args, allowed=(2,))
+
+
+def test_bad_inputs_tried_were_all_answered_cleanly() -> None:
+    if not TALLY:
+        pytest.skip("sums up the tests above; runs only after them")
+    tried = sum(t["tried"] for t in TALLY.values())
+    rejected = sum(t["rejected"] for t in TALLY.values())
+    print(f"\nbad inputs tried {tried}, rejected cleanly {rejected}, accepted as valid {tried - rejected}")
+    for topic, t in sorted(TALLY.items()):
+        print(f"  {topic}: {t['tried']} tried, {t['rejected']} rejected")
+    assert tried > 0
