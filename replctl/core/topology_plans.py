@@ -9,6 +9,7 @@ clearing one redundant connection alone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -44,8 +45,19 @@ class Decision:
         return not any(not violation.warning for violation in self.violations)
 
 
+# A location id names its log's folder in every store (local, HDFS, S3) and a catalog key of 64 characters.
+LOCATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
 def plan_location_add(state: TopologyState, name: str, role: Role = Role.READ_WRITE) -> Decision:
     """`location add`: a new id only (M1: never reused, not even after retirement)."""
+    if not LOCATION_ID.fullmatch(name):
+        return _refuse(
+            "bad-name",
+            f"location id {name!r} is not allowed: use 1 to 64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit",
+            hint="e.g. replctl location add eu-west-1",
+        )
     if name in state.roles:
         retired = " and retired" if name in state.retired else ""
         return _refuse(

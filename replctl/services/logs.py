@@ -52,10 +52,12 @@ def read_source(event_texts: list[str], file: Path | None, generate: int | None,
             raise InvalidInput(f"--generate takes a positive count, got {generate}", code="bad-number")
         return AppendSource(generate=generate, seed=seed)
     if file is not None:
+        if file.is_dir() or file.suffix == ".parquet":
+            if not file.exists():
+                raise InvalidInput(f"no such file: {file}", code="bad-file")
+            return AppendSource(parquet=str(file.resolve()))  # a Parquet file or a folder of them
         if not file.is_file():
             raise InvalidInput(f"no such file: {file}", code="bad-file")
-        if file.suffix == ".parquet" or file.is_dir():
-            return AppendSource(parquet=str(file.resolve()))
         if file.suffix != ".jsonl":
             raise InvalidInput(f"{file}: expected a .jsonl or .parquet file", code="bad-file")
         return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name)))
