@@ -1,6 +1,6 @@
 """Time the pure topology core on 1,000 locations and 100,000 recorded changes (rules.md F1, RFC2, ROLE2).
 
-Run: .venv/bin/python benchmarks/bench_validate_core.py [LOCATIONS] [CHANGES]
+Run: .venv/bin/python tests/benchmarks/bench_validate_core.py [LOCATIONS] [CHANGES]
 
 The history is a binary tree of bi-directional connections, a third of them filtered, with unfiltered chords
 that close cycles away from the filters, then churn (reconnects, filter changes) up to the wanted number of
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 # Runnable from a checkout without installing the package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from replctl.core.model import Change, ChangeKind, Role
 from replctl.core.topology import fold

@@ -13,7 +13,7 @@ from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, read_log, replicate_pass
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter
+from replctl.errors import BadFilter, EnvironmentFailure
 
 pytestmark = pytest.mark.spark
 
@@ -194,6 +194,14 @@ def test_group_event_from_outside_the_group_blocks(spark: Any, store: LogStore) 
         ),
     )
     assert later == PassResult(2, 1, 1, 0, None, 3, SegmentStats(1, 7, 7, {"A": 1, "D": 2}))
+
+
+def test_a_vt_key_outside_the_source_cvv_refuses_the_pass(spark: Any, store: LogStore) -> None:
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1}), _ev(2, "A", 2, {"A": 2, "Z": 1})])
+    out = store.new_segment_path("B", 1)
+    with pytest.raises(EnvironmentFailure, match="outside its CVV"):
+        replicate_pass(spark, store, _spec([src], out_rel=out, source_keys=["A"]))
+    assert not store.exists(out)
 
 
 def test_bad_filter_is_refused_before_any_job(spark: Any, store: LogStore) -> None:

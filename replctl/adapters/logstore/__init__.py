@@ -28,14 +28,16 @@ class LogStore:
 
     def __init__(self, root: str | Path) -> None:
         text = str(root).rstrip("/") or "/"
-        if _SCHEME.match(text):
-            self.root = text
-            parsed = urlparse(text)
-            self._local: Path | None = Path(unquote(parsed.path)) if parsed.scheme == "file" else None
-        else:
-            local = Path(text).resolve()
-            self.root = local.as_uri()
-            self._local = local
+        self._local: Path | None = None
+        if not _SCHEME.match(text):
+            self._local = Path(text).resolve()
+        elif urlparse(text).scheme == "file":
+            # A file URI is percent-encoded (RFC 8089, `Path.as_uri()`); the folder is its decoded path.
+            self._local = Path(unquote(urlparse(text).path))
+        # Spark (Hadoop's `Path`) takes a path unencoded and encodes it itself: given `%20` it would write
+        # to a folder literally named `%20`, beside the one local reads use. So a local root is handed over
+        # decoded; other URIs are passed on as the operator wrote them.
+        self.root = text if self._local is None else f"file://{self._local.as_posix()}"
 
     @property
     def is_local(self) -> bool:
@@ -69,7 +71,14 @@ class LogStore:
         return self.local_path(relative).exists()
 
     def remove(self, relative: str) -> None:
-        """Remove a segment directory (or file); removing what is absent is not an error."""
+        """Remove a segment directory (or file); removing what is absent is not an error.
+
+        Remote stores (s3a://, hdfs://, ...) go through pyarrow's file systems, so a physical deletion erases
+        the data there too instead of leaving it behind after the catalog forgot it.
+        """
+        if self._local is None:
+            self._remove_remote(relative)
+            return
         path = self.local_path(relative)
         try:
             if path.is_dir():
@@ -78,6 +87,31 @@ class LogStore:
                 path.unlink(missing_ok=True)
         except OSError as exc:
             raise EnvironmentFailure(f"cannot remove {self.uri(relative)}: {exc}", code="store") from exc
+
+    def create_root(self) -> None:
+        """Create the root folder of a local store (remote stores are created by their own tools)."""
+        if self._local is not None:
+            try:
+                self._local.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise EnvironmentFailure(f"cannot create the store {self.root}: {exc}", code="store") from exc
+
+    def _remove_remote(self, relative: str) -> None:
+        import pyarrow.fs as pafs
+
+        uri = self.uri(relative)
+        # Hadoop's scheme for S3 is s3a://; pyarrow names the same store s3://.
+        arrow_uri = "s3://" + uri.removeprefix("s3a://") if uri.startswith("s3a://") else uri
+        try:
+            fs, path = pafs.FileSystem.from_uri(arrow_uri)
+            if fs.get_file_info(path).type == pafs.FileType.Directory:
+                fs.delete_dir(path)
+            else:
+                fs.delete_file(path)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
+            raise EnvironmentFailure(f"cannot remove {uri}: {exc}", code="store") from exc
 
     def list_segment_dirs(self, location: str) -> list[str]:
         """Relative paths of every segment directory of `location` in name (first seq) order.

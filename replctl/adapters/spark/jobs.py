@@ -39,7 +39,7 @@ from replctl.adapters.spark.transforms import (
     with_vt_entries,
 )
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter, InvalidInput
+from replctl.errors import BadFilter, EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,7 +90,7 @@ def append_events(
         else:
             assert parquet_path is not None
             inputs, count = _parquet_inputs(spark, parquet_path)
-        emit(inputs, location=location, start_seq=start_seq, cvv=cvv).write.mode("errorifexists").parquet(
+        emit(inputs, location=location, start_seq=start_seq, cvv=cvv).write.mode("error").parquet(
             store.uri(out_rel)
         )
     # The statistics follow from EM1 without looking at the data.
@@ -219,7 +219,9 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
     being stored after it at X, which EM3 (I1) rules out, so both readings decide alike on a valid log.
 
     One job reads, classifies, writes and counts (`observe`); with a non-empty P, one aggregation before it
-    finds the blocking event (`_admission_block`).
+    finds the blocking event (`_admission_block`). A source vt holding a key outside `spec.source_keys`
+    means the source's catalog and store disagree: the pass then writes nothing and raises
+    EnvironmentFailure.
     """
     if not spec.source_segments:
         return PassResult(0, 0, 0, 0, None, spec.progress, None)
@@ -234,20 +236,36 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         blocked_at = _admission_block(classified, spec) if spec.admission else None
         if blocked_at is not None:
             classified = classified.where(F.col("seq") < F.lit(blocked_at))
-        scan = Observation("scan")
-        decision = F.col("decision")
+        # One observation over every examined row, with the write's statistics as conditional aggregates:
+        # the counts, the scan end (REP2), and the seq range and vt LUB of the written rows (the write
+        # renumbers by a shift, so its range follows from theirs on the driver).
+        scan = Observation("pass")
+        written_row = F.col("decision") == CANDIDATE
         examined = classified.observe(
             scan,
             F.count(F.lit(1)).alias("examined"),
-            F.count_if(decision == SKIP_CAUSAL).alias("causal"),
-            F.count_if(decision == SKIP_FILTER).alias("filtered"),
+            F.count_if(F.col("decision") == SKIP_CAUSAL).alias("causal"),
+            F.count_if(F.col("decision") == SKIP_FILTER).alias("filtered"),
             F.max("seq").alias("last"),
+            F.count_if(written_row).alias("written"),
+            F.min(F.when(written_row, F.col("seq"))).alias("lo"),
+            F.max(F.when(written_row, F.col("seq"))).alias("hi"),
+            *[F.max(F.when(written_row, F.col(f"_vt{i}"))).alias(f"lub{i}") for i in range(len(keys))],
+            F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
         )
-        written = renumber(
-            examined.where(decision == CANDIDATE), progress=spec.progress, target_seq=spec.target_seq
-        )
-        segment = _write_segment(spark, store, written, spec.out_rel, keys, entries_ready=True)
+        written = renumber(examined.where(written_row), progress=spec.progress, target_seq=spec.target_seq)
+        written.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(spec.out_rel))
         stats = scan.get
+        if stats["extra_keys"]:
+            if store.is_local:
+                store.remove(spec.out_rel)
+            raise EnvironmentFailure(
+                "the source log holds a vector time with a key outside its CVV (I3 is broken at the source); "
+                "nothing was replicated",
+                code="inconsistent",
+                hint="run `replctl log verify` on the source location",
+            )
+        segment = _written_segment(store, spec, keys, stats)
     count = int(stats["examined"] or 0)
     return PassResult(
         examined=count,
@@ -258,6 +276,19 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         progress=int(stats["last"]) if count else spec.progress,
         segment=segment,
     )
+
+
+def _written_segment(
+    store: LogStore, spec: PassSpec, keys: Sequence[str], stats: Mapping[str, Any]
+) -> SegmentStats | None:
+    """The statistics of the pass's new segment from its observation; no segment is left when it is empty."""
+    if not stats["written"]:
+        if store.is_local:
+            store.remove(spec.out_rel)
+        return None
+    shift = spec.target_seq - spec.progress  # transforms.renumber
+    lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
+    return SegmentStats(int(stats["written"]), int(stats["lo"]) + shift, int(stats["hi"]) + shift, lub)
 
 
 def _admission_block(classified: DataFrame, spec: PassSpec) -> int | None:
@@ -294,7 +325,7 @@ def compact(
     with spark_failures("compaction"):
         events = read_events(spark, store, segment_paths)
         merged = events.coalesce(1).sortWithinPartitions("seq")
-        stats = _write_segment(spark, store, merged, out_rel, keys if keys is not None else _vt_keys(events))
+        stats = write_segment(spark, store, merged, out_rel, keys if keys is not None else _vt_keys(events))
     if stats is None:
         raise InvalidInput("the segments to compact hold no events")
     return stats
@@ -327,7 +358,7 @@ def rewrite_from(
             *[F.max(F.when(cut, F.element_at("vt", F.lit(k)))).alias(f"lub{i}") for i, k in enumerate(keys)],
             extra_keys_column(keys, where=cut),
         )
-        kept = _write_segment(spark, store, observed.where(~cut), out_rel, keys)
+        kept = write_segment(spark, store, observed.where(~cut), out_rel, keys)
         d = dropped_obs.get
         dropped: SegmentStats | None = None
         if d["count"]:
@@ -341,7 +372,7 @@ def rewrite_from(
 # --- shared steps ------------------------------------------------------------------------------------------------
 
 
-def _write_segment(
+def write_segment(
     spark: SparkSession,
     store: LogStore,
     events: DataFrame,
@@ -369,7 +400,7 @@ def _write_segment(
         *[F.max(f"_vt{i}").alias(f"lub{i}") for i in range(len(keys))],
         F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
     )
-    observed.select(*EVENT_COLUMNS).write.mode("errorifexists").parquet(store.uri(out_rel))
+    observed.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(out_rel))
     stats = wrote.get
     if not stats["count"]:
         if store.is_local:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.jobs import _write_segment
+from replctl.adapters.spark.jobs import write_segment
 from replctl.adapters.spark.results import SegmentStats
 from replctl.adapters.spark.schema import EVENT_COLUMNS, read_events
 from replctl.adapters.spark.session import spark_failures
@@ -49,7 +49,7 @@ def prune_log(
     """Rewrite each segment of one log without `key` in its vts; returns each new segment's statistics.
 
     `keys` are the keys the pruned vts may hold (the log's CVV keys without `key`), so each write gathers its
-    vt LUB as it goes (`jobs._write_segment`). The rows of a segment are mapped one to one, without a shuffle,
+    vt LUB as it goes (`jobs.write_segment`). The rows of a segment are mapped one to one, without a shuffle,
     so each file keeps its seq order; the seq range and count come back unchanged for the caller to check.
     A segment that held no rows yields None.
     """
@@ -58,5 +58,5 @@ def prune_log(
     with spark_failures(f"pruning {key} from the clocks of a log"):
         for rewrite in rewrites:
             events = read_events(spark, store, [rewrite.source])
-            out.append(_write_segment(spark, store, without_key(events, key), rewrite.target, kept))
+            out.append(write_segment(spark, store, without_key(events, key), rewrite.target, kept))
     return out

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.jobs import _write_segment
+from replctl.adapters.spark.jobs import write_segment
 from replctl.adapters.spark.results import SegmentStats
 from replctl.adapters.spark.schema import read_events
 from replctl.adapters.spark.session import spark_failures
@@ -58,4 +58,4 @@ def truncate_below(
         return None
     with spark_failures("keeping the survivors of a damaged segment"):
         events = read_events(spark, store, [segment_path]).where(F.col("seq") < F.lit(keep_below))
-        return _write_segment(spark, store, events, out_rel, keys)
+        return write_segment(spark, store, events, out_rel, keys)

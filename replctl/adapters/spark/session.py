@@ -107,12 +107,13 @@ def tuned_conf(settings: SparkSettings) -> dict[str, str]:
                 # Logs are small per job; a few partitions per core avoid scheduling hundreds of tiny tasks.
                 "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
                 "spark.sql.catalogImplementation": "in-memory",
-                "spark.driver.host": "127.0.0.1",
-                "spark.driver.bindAddress": "127.0.0.1",
                 "spark.log.level": "WARN",
                 "spark.sql.session.timeZone": "UTC",
             }
         )
+        if settings.master.startswith("local"):
+            # A local driver needs no network name; on a cluster, executors must reach the driver's real host.
+            conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
         java_options = [_JVM_LOG_OPTIONS]
         if settings.cds:
             java_options.append(_cds_option(settings.home))
