@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from replctl.config import Settings
 
 
 def _make_store(root: str) -> None:
-    # Only local roots are created here; a remote store (hdfs://, s3a://) is created by its own tools.
-    if "://" not in root or root.startswith("file://"):
-        Path(root.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
+    # The store decodes file:// URIs itself; a remote root (hdfs://, s3a://) is created by its own tools.
+    from replctl.adapters.logstore import LogStore
+
+    LogStore(root).create_root()
 
 
 def _migrate(settings: Settings) -> tuple[str | None, str | None]:
