@@ -70,6 +70,26 @@ class Replctl:
         """The keys of a log's stored events in seq order."""
         return [e["key"] for e in self.json("log", "show", location)["events"]]
 
+    def append(self, location: str, *keys: str) -> None:
+        """Append one event per key (as `--event '{"key": ...}'`) in one command."""
+        args: list[str] = []
+        for key in keys:
+            args += ["--event", json.dumps({"key": key})]
+        self("log", "append", location, *args)
+
+    def location(self, name: str) -> dict[str, Any]:
+        """One location as `status --json` shows it."""
+        found: dict[str, Any] = next(x for x in self.json("status")["locations"] if x["name"] == name)
+        return found
+
+    def connections(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Every connection as `status --json` shows it, by (source, target)."""
+        return {(c["source"], c["target"]): c for c in self.json("status")["connections"]}
+
+    def connection(self, source: str, target: str) -> dict[str, Any]:
+        """One connection as `status --json` shows it."""
+        return self.connections()[(source, target)]
+
     def snapshot(self) -> dict[str, Any]:
         """Catalog state that a refusal must leave untouched: status plus the recorded history."""
         status = self.json("status")

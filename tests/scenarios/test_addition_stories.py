@@ -2,35 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from clitool import Replctl
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
-
-
-def conns(rc: Replctl) -> dict[tuple[str, str], dict]:
-    return {(c["source"], c["target"]): c for c in rc.json("status")["connections"]}
-
-
-def loc(rc: Replctl, name: str) -> dict:
-    return next(x for x in rc.json("status")["locations"] if x["name"] == name)
 
 
 def test_the_seeds_location_addition_example_leaves_no_location_missing_events(rc: Replctl) -> None:
@@ -38,7 +13,7 @@ def test_the_seeds_location_addition_example_leaves_no_location_missing_events(r
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "B", "C", "--both")
-    append(rc, "A", "e1", "e2", "e3")
+    rc.append("A", "e1", "e2", "e3")
     rc("replicate", "A", "B")  # B has e1..e3, C not yet
     rc("delete", "A", "--upto", "2")  # allowed: A's only target B has them
     rc("location", "add", "D")
@@ -49,12 +24,12 @@ def test_the_seeds_location_addition_example_leaves_no_location_missing_events(r
     }
     rc("topology", "add", "A", "D", "--both")
     rc("topology", "add", "C", "D", "--both")
-    state = conns(rc)
+    state = rc.connections()
     assert state[("A", "D")]["state"] == "pending" and "ADD1" in state[("A", "D")]["reason"]
     assert state[("D", "A")]["state"] == "active"
     assert state[("C", "D")]["state"] == "active" and state[("D", "C")]["state"] == "active"
     rc("replicate")
-    assert conns(rc)[("A", "D")]["state"] == "active"
+    assert rc.connections()[("A", "D")]["state"] == "active"
     for name in "BCD":
         assert rc.keys(name) == ["e1", "e2", "e3"], name
     assert rc.keys("A") == ["e3"]
@@ -67,8 +42,8 @@ def test_a_location_asking_for_only_new_events_gets_only_those_while_other_conne
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2")
-    append(rc, "B", "b1")
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1")
     rc("replicate")
     rc("delete", "B", "--upto", "1")  # B deleted b1: DVV-B = {B:1}
     rc("location", "add", "D")
@@ -76,10 +51,10 @@ def test_a_location_asking_for_only_new_events_gets_only_those_while_other_conne
     assert waiting["connections"][0]["state"] == "pending"  # ADD1: D lacks b1, which B deleted
     joined = rc.json("topology", "add", "A", "D", "--history", "none")
     assert joined["connections"][0]["baseline"] == {"A": 2, "B": 1}
-    append(rc, "A", "a3")
-    append(rc, "B", "b2")
+    rc.append("A", "a3")
+    rc.append("B", "b2")
     rc("replicate")
-    assert conns(rc)[("B", "D")]["state"] == "active"  # D's baseline now covers b1
+    assert rc.connections()[("B", "D")]["state"] == "active"  # D's baseline now covers b1
     assert sorted(rc.keys("D")) == ["a3", "b2"]
     assert rc.json("log", "verify")["ok"]
 
@@ -90,28 +65,28 @@ def test_a_location_that_joined_with_current_history_passes_its_deletion_knowled
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2", "a3")
+    rc.append("A", "a1", "a2", "a3")
     rc("replicate")
     rc("delete", "A", "--upto", "2")
     rc("location", "add", "C")
     rc("topology", "add", "A", "C", "--history", "current")
     rc("replicate")
     assert rc.keys("C") == ["a3"]
-    assert (loc(rc, "C")["cvv"], loc(rc, "C")["dvv"]) == ({"A": 3}, {"A": 2})
+    assert (rc.location("C")["cvv"], rc.location("C")["dvv"]) == ({"A": 3}, {"A": 2})
     rc("location", "add", "D")
     later = rc.json("topology", "add", "C", "D")
     assert later["connections"][0]["state"] == "pending"  # C passes on what it never had
     rc("topology", "add", "B", "D")
     rc("replicate")
     assert rc.keys("D") == ["a1", "a2", "a3"]
-    assert conns(rc)[("C", "D")]["state"] == "active"
+    assert rc.connections()[("C", "D")]["state"] == "active"
     assert rc.json("log", "verify")["ok"]
 
 
 def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass(rc: Replctl) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "a1", "a2")
-    append(rc, "A", "a3")
+    rc.append("A", "a1", "a2")
+    rc.append("A", "a3")
     for name in ("FAST", "SLOW"):
         rc("location", "add", name)
     rc("topology", "add", "A", "FAST")
@@ -130,11 +105,11 @@ def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass
         for e in rc.json("log", "show", "SLOW")["events"]
     ]
     assert [e["key"] for e in rc.json("log", "show", "FAST")["events"]] == ["a1", "a2", "a3"]
-    assert (loc(rc, "FAST")["cvv"], loc(rc, "FAST")["seq"]) == (
-        loc(rc, "SLOW")["cvv"],
-        loc(rc, "SLOW")["seq"],
+    assert (rc.location("FAST")["cvv"], rc.location("FAST")["seq"]) == (
+        rc.location("SLOW")["cvv"],
+        rc.location("SLOW")["seq"],
     )
-    append(rc, "A", "a4")  # later passes are ordinary ones
+    rc.append("A", "a4")  # later passes are ordinary ones
     rc("replicate")
     assert rc.keys("FAST") == rc.keys("SLOW") == ["a1", "a2", "a3", "a4"]
     assert rc.json("log", "verify")["ok"]

@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from clitool import Replctl
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
-
-
-def loc(rc: Replctl, name: str) -> dict:
-    return next(x for x in rc.json("status")["locations"] if x["name"] == name)
-
-
 def test_logical_and_physical_deletion_and_the_deleted_upto_arithmetic(rc: Replctl) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "e1", "e2", "e3")
+    rc.append("A", "e1", "e2", "e3")
     doc = rc.json("delete", "A", "--upto", "2", "--logical")
     assert (doc["logical_deleted_upto"], doc["deleted_upto"], doc["pending"]) == (2, 0, False)
     assert rc.keys("A") == ["e1", "e2", "e3"]  # logically deleted events stay stored
@@ -44,9 +23,9 @@ def test_logical_and_physical_deletion_and_the_deleted_upto_arithmetic(rc: Replc
     doc = rc.json("delete", "A", "--upto", "1")
     assert doc["deleted_upto"] == 3
     assert rc.keys("A") == []
-    state = loc(rc, "A")
+    state = rc.location("A")
     assert (state["deleted_upto"], state["dvv"], state["cvv"]) == (3, {"A": 3}, {"A": 3})
-    append(rc, "A", "e4")
+    rc.append("A", "e4")
     assert rc.json("log", "show", "A")["events"][0]["seq"] == 4
     assert rc.json("log", "verify")["ok"]
 
@@ -57,9 +36,9 @@ def test_deletion_waits_for_a_target_that_lacks_the_events_and_completes_after_r
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")
-    append(rc, "A", "e1", "e2", "e3")
+    rc.append("A", "e1", "e2", "e3")
     rc("replicate", "A", "B")
-    append(rc, "A", "e4")
+    rc.append("A", "e4")
     dry = rc.json("delete", "A", "--upto", "4", "--dry-run")
     assert dry["would_delete"] == {"from": 1, "upto": 3}
     assert dry["blocked_by"] == [{"target": "B", "first_blocked_seq": 4}]
@@ -75,7 +54,7 @@ def test_deletion_waits_for_a_target_that_lacks_the_events_and_completes_after_r
     assert rc.keys("A") == []
     assert rc.json("status")["pending_deletions"] == []
     assert rc.keys("B") == ["e1", "e2", "e3", "e4"]
-    assert loc(rc, "A")["dvv"] == {"A": 4}
+    assert rc.location("A")["dvv"] == {"A": 4}
     matrix = rc.json("status")["matrix"]
     assert matrix["origins"] == ["A"]
     assert matrix["rows"] == {"A": {"A": {"max": 4, "deleted": 4}}, "B": {"A": {"max": 4, "deleted": 0}}}
@@ -86,14 +65,14 @@ def test_deletion_against_a_filtered_target_that_never_receives_some_events(rc: 
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--filter", "key <> 'private'")
-    append(rc, "A", "e1", "private", "e3")
+    rc.append("A", "e1", "private", "e3")
     doc = rc("delete", "A", "--upto", "3", "--json", expect=5).doc
     assert doc["blocked_by"] == [{"target": "B", "first_blocked_seq": 1}]
     rc("replicate")
     # B never gets 'private', but its progress passed it (DEL3's progress form): all three may go.
     assert rc.keys("B") == ["e1", "e3"]
     assert rc.keys("A") == []
-    assert loc(rc, "A")["deleted_upto"] == 3
+    assert rc.location("A")["deleted_upto"] == 3
     assert rc.json("log", "verify")["ok"]
 
 
@@ -103,7 +82,7 @@ def test_anomaly_2_deletion_in_a_cycle_waits_until_the_third_location_has_the_ev
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "B", "C", "--both")
     rc("topology", "add", "C", "A", "--both")
-    append(rc, "A", "e1", "e2")
+    rc.append("A", "e1", "e2")
     rc("replicate", "A", "B")
     # C lacks e1, e2; deleting them at A would let C receive later events of A first (anomaly 2).
     doc = rc("delete", "A", "--upto", "2", "--json", expect=5).doc
@@ -121,7 +100,7 @@ def test_a_new_connection_waits_while_its_source_has_deleted_what_the_target_lac
     for name in "ABC":
         rc("location", "add", name)
     rc("topology", "add", "A", "B")
-    append(rc, "A", "e1", "e2", "e3")
+    rc.append("A", "e1", "e2", "e3")
     rc("replicate")
     rc("delete", "A", "--upto", "2")
     rc("topology", "add", "B", "C")
@@ -142,7 +121,7 @@ def test_a_new_connection_waits_while_its_source_has_deleted_what_the_target_lac
 
 def test_deletion_requested_right_after_a_connect_waits_for_the_new_target(rc: Replctl) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "e1", "e2")
+    rc.append("A", "e1", "e2")
     rc("location", "add", "N")
     rc("topology", "add", "A", "N")
     doc = rc("delete", "A", "--upto", "2", "--json", expect=5).doc

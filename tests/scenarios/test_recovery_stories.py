@@ -2,35 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from clitool import Replctl
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
-
-
-def loc(rc: Replctl, name: str) -> dict:
-    return next(x for x in rc.json("status")["locations"] if x["name"] == name)
-
-
-def conn(rc: Replctl, source: str, target: str) -> dict:
-    return next(c for c in rc.json("status")["connections"] if (c["source"], c["target"]) == (source, target))
 
 
 def own_times(rc: Replctl, location: str) -> list[int]:
@@ -43,9 +18,9 @@ def test_a_partial_loss_is_found_recovered_and_neighbours_read_new_events_at_the
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1")
+    rc.append("A", "a1")
     rc("replicate")
-    append(rc, "A", "a2", "a3")  # never reached B: lost for good below
+    rc.append("A", "a2", "a3")  # never reached B: lost for good below
     rc("drill", "disaster", "A", "--from", "2")
     damaged = rc.json("log", "show", "A", expect=6)
     assert damaged["error"]["code"] == "store-damaged"
@@ -59,7 +34,7 @@ def test_a_partial_loss_is_found_recovered_and_neighbours_read_new_events_at_the
     # progress(B,A) = 1 already (B read only a1); A re-reads B from the start (DR2, safe by CF1).
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
     assert doc["clock"] == {"before": 3, "after": 1, "floor": 1}
-    append(rc, "A", "a4")
+    rc.append("A", "a4")
     events = rc.json("log", "show", "A")["events"]
     assert [(e["seq"], e["key"], e["origin_time"]) for e in events] == [(1, "a1", 1), (2, "a4", 2)]
     rc("replicate")
@@ -73,7 +48,7 @@ def test_a_location_whose_own_events_were_deleted_at_its_only_neighbour_continue
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2", "a3")
+    rc.append("A", "a1", "a2", "a3")
     rc("replicate")
     rc("delete", "B", "--upto", "3")  # A has them, so B may delete them
     assert rc.keys("B") == []
@@ -82,17 +57,17 @@ def test_a_location_whose_own_events_were_deleted_at_its_only_neighbour_continue
     assert out["rounds"] == []
     assert [(r["source"], r["rule"]) for r in out["refused"]] == [("B", "DR4")]
     assert out["refused"][0]["missing"] == {"A": [3, 0]}
-    assert conn(rc, "B", "A")["state"] == "blocked"
+    assert rc.connection("B", "A")["state"] == "blocked"
     assert rc.keys("A") == []
     assert out["clock"]["after"] == 3  # T = CVV-B[A]: B deleted a1..a3 but its CVV still counts them
     rc("replicate")
     assert rc.keys("A") == []  # B→A stays blocked: no event recovery in disguise
     accepted = rc.json("recover", "location", "A", "--accept-loss")
     assert accepted["accepted"] == ["B"] and accepted["refused"] == []
-    assert conn(rc, "B", "A")["state"] == "active"
-    assert (loc(rc, "A")["dvv"], loc(rc, "A")["cvv"]) == ({"A": 3}, {"A": 3})
+    assert rc.connection("B", "A")["state"] == "active"
+    assert (rc.location("A")["dvv"], rc.location("A")["cvv"]) == ({"A": 3}, {"A": 3})
     # The clock continues after the old events: the next own entry is higher than any before the disaster.
-    append(rc, "A", "a4")
+    rc.append("A", "a4")
     assert rc.json("log", "show", "A")["events"][0]["vt"] == {"A": 4}
     rc("replicate")
     assert rc.keys("B") == ["a4"]
@@ -106,14 +81,14 @@ def test_anomaly_3_recovery_of_a_non_terminal_location_over_filtered_connections
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both", "--filter", "key <> 'secret'")
     rc("topology", "add", "A", "C", "--both", "--filter", "key <> 'secret'")
-    append(rc, "A", "a1", "a2")
+    rc.append("A", "a1", "a2")
     rc("replicate")
     rc("drill", "disaster", "A", "--from", "1")
     out = rc("recover", "location", "A", "--json", expect=5).doc
     assert out["rounds"] == []
     assert sorted((r["source"], r["rule"]) for r in out["refused"]) == [("B", "DR3"), ("C", "DR3")]
     assert rc.keys("A") == []  # nothing written
-    assert conn(rc, "B", "A")["state"] == "blocked" and conn(rc, "C", "A")["state"] == "blocked"
+    assert rc.connection("B", "A")["state"] == "blocked" and rc.connection("C", "A")["state"] == "blocked"
     assert rc.json("log", "verify")["ok"]
 
 
@@ -124,8 +99,8 @@ def test_a_terminal_location_recovers_its_own_events_and_the_filtered_ones_over_
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")
     rc("topology", "add", "B", "A", "--filter", "key = 'x'")
-    append(rc, "A", "a1", "a2")
-    append(rc, "B", "x", "y")
+    rc.append("A", "a1", "a2")
+    rc.append("B", "x", "y")
     rc("replicate")
     assert rc.keys("A") == ["a1", "a2", "x"]
     rc("drill", "disaster", "A", "--from", "1")
@@ -144,9 +119,9 @@ def test_recovery_runs_in_two_rounds_when_the_second_source_qualifies_only_after
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "A", "C", "--both")
     rc("topology", "add", "B", "C", "--both")
-    append(rc, "A", "a1")
-    append(rc, "B", "b1")
-    append(rc, "C", "c1")
+    rc.append("A", "a1")
+    rc.append("B", "b1")
+    rc.append("C", "c1")
     rc("replicate")
     rc("delete", "C", "--upto", "1")  # C deleted c1 (everyone has it): DVV-C = {C:1}
     rc("drill", "disaster", "A", "--from", "1")
@@ -168,7 +143,7 @@ def test_appends_to_a_recovering_location_are_refused_with_exit_4(
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2")
+    rc.append("A", "a1", "a2")
     rc("replicate")
     rc("drill", "disaster", "A", "--from", "2")
     monkeypatch.setenv("REPLCTL_FAILPOINT", "recover.after-metadata")
@@ -176,10 +151,10 @@ def test_appends_to_a_recovering_location_are_refused_with_exit_4(
     with pytest.raises(FailpointCrash):
         rc("recover", "location", "A", expect=None)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
-    assert loc(rc, "A")["state"] == "recovering"
+    assert rc.location("A")["state"] == "recovering"
     doc = rc.json("log", "append", "A", "--event", '{"key": "no"}', expect=4)
     assert doc["error"]["code"] == "recovering"
     rc("recover", "location", "A")  # resumes and finishes
-    assert loc(rc, "A")["state"] == "active"
+    assert rc.location("A")["state"] == "active"
     assert rc.keys("A") == ["a1", "a2"]
     assert rc.json("log", "verify")["ok"]

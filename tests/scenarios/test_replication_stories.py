@@ -16,20 +16,6 @@ from replctl.failpoints import FailpointCrash
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
-
-
 def verify_all(rc: Replctl) -> None:
     doc = rc.json("log", "verify")
     assert doc["ok"], doc
@@ -37,7 +23,7 @@ def verify_all(rc: Replctl) -> None:
 
 def test_appended_events_get_em1_numbers_and_clocks(rc: Replctl) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "e1", "e2")
+    rc.append("A", "e1", "e2")
     rc("log", "append", "A", "--event", '{"key": "e3", "type": "t", "tags": ["x"], "payload": {"n": 1}}')
     events = rc.json("log", "show", "A")["events"]
     assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events] == [
@@ -80,7 +66,7 @@ def test_anomaly_1_is_refused_and_a_legal_filtered_topology_converges(rc: Replct
         legal("location", "add", name)
     legal("topology", "add", "A", "B")
     legal("topology", "add", "A", "C", "--filter", "key = 'e3'")
-    append(legal, "A", "e1", "e2", "e3")
+    legal.append("A", "e1", "e2", "e3")
     legal("replicate", "A", "C")
     legal("replicate")
     assert legal.keys("A") == ["e1", "e2", "e3"]
@@ -97,9 +83,9 @@ def test_a_cycle_converges_and_duplicates_are_dropped_by_the_causality_filter(rc
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "B", "C", "--both")
     rc("topology", "add", "C", "A", "--both")
-    append(rc, "A", "a1", "a2")
-    append(rc, "B", "b1")
-    append(rc, "C", "c1")
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1")
+    rc.append("C", "c1")
     out = rc.json("replicate")
     assert out["ok"]
     logs = {name: rc.keys(name) for name in "ABC"}
@@ -114,10 +100,10 @@ def test_a_cycle_converges_and_duplicates_are_dropped_by_the_causality_filter(rc
 
 def test_history_none_delivers_only_events_emitted_after_joining(rc: Replctl) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "old1", "old2")
+    rc.append("A", "old1", "old2")
     rc("location", "add", "D")
     rc("topology", "add", "A", "D", "--history", "none")
-    append(rc, "A", "new1")
+    rc.append("A", "new1")
     rc("replicate")
     assert rc.keys("D") == ["new1"]
     d = next(loc for loc in rc.json("status")["locations"] if loc["name"] == "D")
@@ -139,9 +125,9 @@ def test_a_redundant_group_blocks_an_event_whose_group_part_is_ahead_until_the_g
     rc: Replctl,
 ) -> None:
     group_with_outside_location(rc)
-    append(rc, "A", "g")
+    rc.append("A", "g")
     rc("replicate", "A", "D")
-    append(rc, "D", "d1")  # d1 depends on g
+    rc.append("D", "d1")  # d1 depends on g
     blocked = rc.json("replicate", "D", "B")["passes"][0]
     # REP1(3): already g, D's copy of a group event, is ahead of B in the group part {A, B}: it must reach B
     # through the group, and d1 behind it waits too.
@@ -164,7 +150,7 @@ def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")
-    append(rc, "A", "e1", "e2")
+    rc.append("A", "e1", "e2")
     monkeypatch.setenv("REPLCTL_FAILPOINT", "replicate.after-write")
     monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
     with pytest.raises(FailpointCrash):
@@ -178,7 +164,7 @@ def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
 
 def test_verify_names_the_first_violating_seq_of_a_corrupted_log(rc: Replctl, tmp_path: Path) -> None:
     rc("location", "add", "A")
-    append(rc, "A", "e1", "e2")
+    rc.append("A", "e1", "e2")
     verify_all(rc)
     # Corrupt the catalog's clock for A: CVV no longer equals the LUB of the stored vts (I3).
     from sqlalchemy import create_engine, text
@@ -198,7 +184,7 @@ def test_compaction_merges_small_segments_and_collects_files_a_crash_left_behind
     rc("location", "add", "B")
     rc("topology", "add", "A", "B")
     for key in ("e1", "e2", "e3"):
-        append(rc, "A", key)
+        rc.append("A", key)
     monkeypatch.setenv("REPLCTL_FAILPOINT", "replicate.after-write")
     monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
     with pytest.raises(FailpointCrash):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,20 +10,6 @@ from clitool import Replctl
 from replctl.failpoints import FailpointCrash
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
 
 
 def locations(rc: Replctl) -> dict[str, dict[str, Any]]:
@@ -42,10 +26,10 @@ def z_spread_to_a_only(rc: Replctl) -> None:
         rc("location", "add", name)
     rc("topology", "add", "Z", "A", "--both")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "B", "b1")  # B's first segment never holds Z: it is left as it is
-    append(rc, "Z", "z1", "z2")
+    rc.append("B", "b1")  # B's first segment never holds Z: it is left as it is
+    rc.append("Z", "z1", "z2")
     rc("replicate", "Z", "A")
-    append(rc, "A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
+    rc.append("A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
     rc("topology", "remove", "Z", "A", "--both")
 
 

@@ -5,17 +5,7 @@ Every refusal exits 3, names the rule id and the cycle, and leaves the catalog e
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from clitool import Replctl
-
-
-@pytest.fixture
-def rc(tmp_path: Path) -> Replctl:
-    tool = Replctl(tmp_path)
-    tool("init")
-    return tool
 
 
 def add_locations(rc: Replctl, *names: str) -> None:
