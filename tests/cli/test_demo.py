@@ -1,0 +1,29 @@
+"""The README's first command runs the demo; the demo itself must run to the end on the embedded defaults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_demo_runs_every_step_to_the_end(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "160", "REPLCTL_CONFIG": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "replctl", "demo", "--dir", str(tmp_path / "demo")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=480,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "refused [F1]" in done.stderr
+    assert "Done in" in done.stdout
+    for line in ("A: ok (I1–I7)", "B: ok (I1–I7)", "C: ok (I1–I7)", "D: ok (I1–I7)"):
+        assert line in done.stdout
