@@ -1,8 +1,8 @@
 """Physical deletion of the first 10% of a log, at two log sizes, side by side (target: ratio under 1.5).
 
-Logs are built by appends of --chunk events, so segments have a bounded size, as replication passes and
-appends leave them. The cut falls in the middle of a segment, so every deletion drops whole segments and
-rewrites exactly one: its cost should not grow with the log.
+Logs are built once per size by appends of --chunk events, so segments have a bounded size, as replication
+passes and appends leave them. Each run deletes the next 10% slice, its cut in the middle of a segment: every
+run drops whole segments and rewrites exactly one, the same work at each size but for the number of files.
 
 Usage: .venv/bin/python tests/benchmarks/bench_delete.py [--sizes 1000000 10000000] [--chunk 100000] [--runs 3]
 """
@@ -39,9 +39,9 @@ def main() -> None:
     medians = {}
     for size in args.sizes:
         times = []
+        rc = build(Path(tempfile.mkdtemp(prefix=f"replctl-del-{size}-")), size, args.chunk)
         for run in range(args.runs):
-            rc = build(Path(tempfile.mkdtemp(prefix=f"replctl-del-{size}-{run}-")), size, args.chunk)
-            cut = size // 10 + args.chunk // 2  # mid-segment: one rewrite
+            cut = (run + 1) * size // 10 + args.chunk // 2  # mid-segment: one rewrite
             start = time.perf_counter()
             doc = rc.json("delete", "A", "--upto", str(cut))
             times.append(time.perf_counter() - start)
