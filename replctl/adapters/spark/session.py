@@ -37,6 +37,8 @@ CONNECT_HINT = "install the Spark Connect client: `pip install 'pyspark[connect]
 # JVM log output goes to stderr only: warnings on stdout would corrupt `--json` output (cli.md, Output).
 # CDS messages are silenced: the archive is an optimisation and the JVM falls back on its own.
 _JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=off:stderr -Xlog:class+path=off:stderr"
+# Spark's log4j output: errors only, on stderr (see the file for why).
+_LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 @dataclass(frozen=True)
@@ -107,14 +109,13 @@ def tuned_conf(settings: SparkSettings) -> dict[str, str]:
                 # Logs are small per job; a few partitions per core avoid scheduling hundreds of tiny tasks.
                 "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
                 "spark.sql.catalogImplementation": "in-memory",
-                "spark.log.level": "WARN",
                 "spark.sql.session.timeZone": "UTC",
             }
         )
         if settings.master.startswith("local"):
             # A local driver needs no network name; on a cluster, executors must reach the driver's real host.
             conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-        java_options = [_JVM_LOG_OPTIONS]
+        java_options = [_JVM_LOG_OPTIONS, f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"]
         if settings.cds:
             java_options.append(_cds_option(settings.home))
         conf["spark.driver.extraJavaOptions"] = " ".join([*java_options, *settings.java_options])
@@ -136,6 +137,9 @@ def _is_stopped(session: SparkSession) -> bool:
 def _build_classic(settings: SparkSettings) -> SparkSession:
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise EnvironmentFailure("cannot start Spark: no Java runtime found", code="spark", hint=JAVA_HINT)
+    if settings.master.startswith("local"):
+        # A local driver talks to itself: without this Spark warns that the host name resolves to loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
