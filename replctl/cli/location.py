@@ -12,7 +12,7 @@ from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import render_topology_outcome, topology_outcome_json
 from replctl.core.model import Role
-from replctl.errors import UnknownName
+from replctl.services.lookup import get_location
 from replctl.services.views import location_json
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
@@ -73,13 +73,7 @@ def show(ctx: typer.Context, name: str) -> None:
 
     def action(app: AppContext) -> Any:
         with app.catalog().transaction() as tx:
-            loc = tx.location(name)
-            if loc is None:
-                raise UnknownName(
-                    f"unknown location {name!r}",
-                    code="unknown-location",
-                    hint="list them with: replctl location list",
-                )
+            loc = get_location(tx, name)
             conns = [c for c in tx.connections() if name in (c.source, c.target)]
             segments = tx.segments(name)
         return loc, conns, segments

@@ -9,7 +9,7 @@ from replctl.core.compaction import merge_runs, orphans
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
-from replctl.services.logs import get_location
+from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 
 DEFAULT_TARGET_SIZE = 1_000_000

@@ -18,7 +18,7 @@ from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
-from replctl.services.logs import get_location
+from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 
 

@@ -6,26 +6,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.catalog.repository import Catalog
 from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
-from replctl.core.model import Location, LocationState, Role, Segment
+from replctl.core.model import LocationState, Role, Segment
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
+from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
+from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
-
-
-def get_location(tx: CatalogTransaction, name: str) -> Location:
-    """The location, or exit 2 naming it."""
-    loc = tx.location(name)
-    if loc is None:
-        raise UnknownName(
-            f"unknown location {name!r}",
-            code="unknown-location",
-            hint="list them with: replctl location list",
-        )
-    return loc
 
 
 @dataclass(frozen=True)

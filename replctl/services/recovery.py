@@ -20,7 +20,7 @@ from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
-from replctl.services.logs import get_location
+from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.replication import run_pass
 from replctl.services.topology import load_state

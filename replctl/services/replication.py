@@ -19,7 +19,7 @@ from replctl.errors import EnvironmentFailure, UnknownName
 from replctl.failpoints import hit
 from replctl.services.deletion import retry_pending
 from replctl.services.engine import Engine
-from replctl.services.logs import get_location
+from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.topology import load_state
 

@@ -24,7 +24,7 @@ from replctl.errors import EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services import topology
 from replctl.services.engine import Engine
-from replctl.services.logs import get_location
+from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
 
 PRUNE_COMMAND = "location retire --prune-clock"

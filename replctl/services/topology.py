@@ -26,6 +26,7 @@ from replctl.core.startrule import history_baseline, merge_baseline, start_rule
 from replctl.core.topology import TopologyState, fold
 from replctl.core.topology_rules import validate as validate_state
 from replctl.errors import InvalidInput, Refused, UnknownName
+from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
 
 
@@ -91,7 +92,7 @@ def _apply(
         tx.put_location(Location(name=change.location, role=change.role or Role.READ_WRITE))
     elif kind is ChangeKind.LOCATION_RETIRED:
         assert change.location is not None
-        loc = _location(tx, change.location)
+        loc = get_location(tx, change.location)
         tx.put_location(replace(loc, state=LocationState.RETIRED))
     elif kind is ChangeKind.CONNECTION_ADDED:
         return _connect(tx, change)
@@ -114,7 +115,7 @@ def _apply(
 def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
     """A new (or re-made) connection: ADD3 baseline at the target, then the ADD1 start rule."""
     assert change.source is not None and change.target is not None
-    source, target = _location(tx, change.source), _location(tx, change.target)
+    source, target = get_location(tx, change.source), get_location(tx, change.target)
     mode = change.history or HistoryMode.COMPLETE
     baseline = history_baseline(mode, source, target)
     if baseline:
@@ -142,17 +143,6 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
         "baseline": baseline.to_dict(),
         "reason": verdict.reason,
     }
-
-
-def _location(tx: CatalogTransaction, name: str) -> Location:
-    loc = tx.location(name)
-    if loc is None:
-        raise UnknownName(
-            f"unknown location {name!r}",
-            code="unknown-location",
-            hint="list them with: replctl location list",
-        )
-    return loc
 
 
 def _run(
@@ -369,12 +359,8 @@ def validate(catalog: Catalog) -> tuple[Violation, ...]:
 def history(catalog: Catalog, location: str | None = None) -> list[Change]:
     """`topology history [--location NAME]`."""
     with catalog.transaction() as tx:
-        if location is not None and tx.location(location) is None:
-            raise UnknownName(
-                f"unknown location {location!r}",
-                code="unknown-location",
-                hint="list them with: replctl location list",
-            )
+        if location is not None:
+            get_location(tx, location)
         return list(tx.changes(location))
 
 
