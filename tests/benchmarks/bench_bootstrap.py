@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clitool import Replctl
+from figures import Figure, write_figures
 
 
 def main() -> None:
@@ -24,6 +26,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="replctl-boot-"))
     rc = Replctl(root, spark_master="local[*]")
@@ -47,9 +50,16 @@ def main() -> None:
         results["cp -r"].append(time.perf_counter() - start)
     base = statistics.median(results["cp -r"])
     print(f"bootstrap of {args.n:,} events, medians of {args.runs}:")
+    figures = []
     for label, times in results.items():
         med = statistics.median(times)
         print(f"  {label:<14} {med:7.2f} s  {med / base:6.2f}x cp -r   runs {[round(t, 2) for t in times]}")
+        figures.append(Figure(f"bootstrap {args.n:,} events: {label}", med, "s"))
+    fast = statistics.median(results["fast path"]) / base
+    figures.append(
+        Figure(f"bootstrap {args.n:,} events: fast path / cp -r", fast, "x", "<= 1.3", fast <= 1.3)
+    )
+    write_figures(args.json, "bootstrap", vars(args), figures)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import Figure, write_figures
+
 _DEFAULTS = """
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.master("local[*]").getOrCreate()
@@ -43,6 +46,7 @@ def main() -> None:
     """Print the median cold-process time of each variant."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         variants: dict[str, tuple[str, ...]] = {
@@ -54,11 +58,14 @@ def main() -> None:
         first = _time(_TUNED, home, "cds")
         archives = sorted(p.name for p in Path(home).glob("spark-cds-*.jsa"))
         print(f"tuned+CDS first run (writes the archive): {first:6.2f} s  archive: {archives or 'MISSING'}")
+        figures = []
         for name, command in variants.items():
             times = [_time(*command) for _ in range(args.runs)]
-            print(
-                f"{name:<10} median {statistics.median(times):6.2f} s  runs: {', '.join(f'{t:.2f}' for t in times)}"
-            )
+            med = statistics.median(times)
+            print(f"{name:<10} median {med:6.2f} s  runs: {', '.join(f'{t:.2f}' for t in times)}")
+            target = ("< 8", med < 8) if name == "tuned+CDS" else (None, None)
+            figures.append(Figure(f"cold Spark process, trivial job: {name}", med, "s", *target))
+    write_figures(args.json, "spark-cold-start", vars(args), figures)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from clitool import Replctl
+from figures import Figure, write_figures
 
 
 def build(root: Path, size: int, chunk: int) -> Replctl:
@@ -35,6 +37,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--chunk", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
     medians = {}
     for size in args.sizes:
@@ -49,10 +52,14 @@ def main() -> None:
         medians[size] = statistics.median(times)
         print(f"log {size:>11,} events: delete first ~10% median {medians[size]:6.2f} s  runs {times}")
     sizes = sorted(medians)
+    figures = [Figure(f"delete 10% of {size:,} events", medians[size], "s") for size in sizes]
     if len(sizes) >= 2:
-        print(
-            f"ratio {sizes[-1]:,} / {sizes[0]:,}: {medians[sizes[-1]] / medians[sizes[0]]:.2f} (target < 1.5)"
+        ratio = medians[sizes[-1]] / medians[sizes[0]]
+        print(f"ratio {sizes[-1]:,} / {sizes[0]:,}: {ratio:.2f} (target < 1.5)")
+        figures.append(
+            Figure(f"delete cost {sizes[-1]:,} / {sizes[0]:,} events", ratio, "x", "< 1.5", ratio < 1.5)
         )
+    write_figures(args.json, "delete", vars(args), figures)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ changes. Prints the time to fold the history, validate it, and plan one refused 
 
 from __future__ import annotations
 
+import argparse
 import random
 import sys
 import time
@@ -20,6 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from replctl.core.model import Change, ChangeKind, Role
 from replctl.core.topology import fold
 from replctl.core.topology_plans import plan_filter, validate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import Figure, write_figures
 
 FILTERS = ("key = 'e3'", "array_contains(tags, 'ext')")
 
@@ -71,8 +75,12 @@ def synthetic_history(locations: int, total: int, seed: int = 7) -> list[Change]
 
 
 def main() -> None:
-    locations = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    total = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("locations", type=int, nargs="?", default=1000)
+    parser.add_argument("changes", type=int, nargs="?", default=100_000)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args()
+    locations, total = args.locations, args.changes
     history = synthetic_history(locations, total)
     before_import = time.perf_counter()
     import networkx  # noqa: F401  (the core imports it lazily; its import is timed on its own)
@@ -93,6 +101,15 @@ def main() -> None:
     print(f"validate  {validated - folded:8.3f} s  ({len(errors)} errors, {warnings} warnings)")
     print(f"plan      {planned - validated:8.3f} s  (refused: {[v.code for v in decision.violations]})")
     print(f"total     {planned - start:8.3f} s")
+    scale = f"{locations:,} locations, {len(history):,} changes"
+    core = validated - start
+    figures = [
+        Figure(f"fold, {scale}", folded - start, "s"),
+        Figure(f"validate, {scale}", validated - folded, "s"),
+        Figure(f"fold + validate, {scale}", core, "s", "< 1", core < 1),
+        Figure(f"plan one refused filter, {scale}", planned - validated, "s"),
+    ]
+    write_figures(args.json, "validate-core", vars(args), figures)
 
 
 if __name__ == "__main__":
