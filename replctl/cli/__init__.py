@@ -145,6 +145,9 @@ def _register() -> None:
     data_cmds.register(app)
     app.add_typer(ops.app, name="ops")
     app.command("demo")(demo.demo)
+    from replctl.cli import report
+
+    report.register(app)
 
 
 _register()

@@ -88,3 +88,13 @@ def test_the_probe_would_see_pyspark_if_a_command_imported_it(env: dict[str, str
         check=False,
     )
     assert json.loads(done.stderr.strip().splitlines()[-1])["pyspark"] is True
+
+
+def test_report_imports_neither_pyspark_nor_alembic(env: dict[str, str], tmp_path: Path) -> None:
+    # The report reads what status reads: a page of the whole system must not cost a JVM start.
+    assert loaded(["report", "--html", str(tmp_path / "report.html")], env) == {
+        "pyspark": False,
+        "alembic": False,
+        "py4j": False,
+    }
+    assert (tmp_path / "report.html").stat().st_size > 0

@@ -1,0 +1,62 @@
+"""`replctl report --html PATH`: the topology, version vectors, lag, pending work and journal in one HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from replctl.cli.boundary import run
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_json, stdout
+
+
+def report(
+    ctx: typer.Context,
+    html: Annotated[
+        Path,
+        typer.Option(
+            "--html",
+            metavar="PATH",
+            help="Write the report to this file (replaced atomically); its folder must exist.",
+        ),
+    ],
+    recent: Annotated[
+        int, typer.Option("--operations", min=1, metavar="N", help="How many recent operations to list.")
+    ] = 20,
+) -> None:
+    """One self-contained HTML page: topology graph, version-vector heat map, lag, pending work, recent operations.
+
+    Reads what `status` reads and changes nothing; nothing in the page is fetched from the network.
+    """
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.services import report as report_service
+
+        return report_service.write_html(app.catalog(), html, recent=recent)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        counts = ", ".join(
+            _count(out[key], noun)
+            for key, noun in (
+                ("locations", "location"),
+                ("connections", "connection"),
+                ("operations", "operation"),
+            )
+        )
+        stdout().print(f"report written: {out['path']} ({counts})", markup=False)
+
+    run(ctx, action, render)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach `report` to the root app."""
+    app.command("report")(report)

@@ -1,0 +1,122 @@
+"""`replctl report --html PATH`: the status of the whole system as one self-contained HTML page.
+
+The report reads what `status` reads (through the status service, so the two never disagree) plus the latest
+entries of the operation journal; it changes nothing, journals nothing and never starts Spark. The page itself is
+drawn by `replctl.report_page`; this module gathers the document and writes the file atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replctl import __version__
+from replctl.adapters.catalog.repository import Catalog
+from replctl.core.journal import Operation
+from replctl.errors import EnvironmentFailure, InvalidInput
+
+RECENT_OPERATIONS = 20
+
+
+def operation_view(op: Operation) -> dict[str, Any]:
+    """One journal entry as the report lists it (no plan or steps: `ops show ID` has those)."""
+    error = op.error or {}
+    return {
+        "id": op.id,
+        "command": op.command,
+        "outcome": op.outcome.value,
+        "started_at": str(op.started_at),
+        "ended_at": str(op.ended_at) if op.ended_at else None,
+        "actor": op.actor,
+        "host": op.host,
+        "reason": op.reason,
+        "error": error.get("message") if error else None,
+    }
+
+
+def collect(catalog: Catalog, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
+    """The report document: the `status --json` document plus the `recent` latest operations and where from."""
+    from replctl.services import status as status_service
+
+    doc = status_service.status(catalog)
+    with catalog.transaction(readonly=True) as tx:
+        operations = tx.operations(limit=recent)
+    doc["operations"] = [operation_view(op) for op in operations]
+    doc["generated_at"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    doc["catalog"] = catalog.url
+    doc["version"] = __version__
+    return doc
+
+
+def check_target(path: Path) -> Path:
+    """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file."""
+    # resolve(): through a symlink the report replaces the file it points to, not the link.
+    target = path.expanduser().resolve()
+    if target.is_dir():
+        raise InvalidInput(
+            f"cannot write the report to {target}: it is a folder",
+            code="bad-path",
+            hint=f"name a file in it, e.g. --html {target / 'report.html'}",
+        )
+    if not target.parent.is_dir():
+        raise InvalidInput(
+            f"cannot write the report to {target}: folder {target.parent} does not exist",
+            code="bad-path",
+            hint=f"create it first: mkdir -p {target.parent}",
+        )
+    return target
+
+
+def write_atomically(target: Path, text: str) -> int:
+    """Write `text` (UTF-8) to `target` through a temporary file in the same folder and `os.replace`.
+
+    A reader (a browser refreshing, a file share syncing) sees the old report or the new one, never half of
+    one. Returns the size in bytes.
+    """
+    data = text.encode("utf-8")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except PermissionError as exc:
+        raise InvalidInput(f"cannot write the report to {target}: {exc.strerror}", code="bad-path") from exc
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        # mkstemp creates the file private (0600); a report is meant to be shared like any file the user writes.
+        Path(tmp).chmod(0o644)
+        Path(tmp).replace(target)  # os.replace: atomic within one file system
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
+    return len(data)
+
+
+def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
+    """Write the HTML report to `path`; returns what `report --json` prints after `"ok": true`.
+
+    The path is checked before the catalog is read, so a typo in it costs nothing.
+    """
+    from replctl.report_page import render_page
+
+    target = check_target(path)
+    doc = collect(catalog, recent=recent)
+    size = write_atomically(target, render_page(doc))
+    connections = doc["connections"]
+    return {
+        "path": str(target),
+        "locations": len(doc["locations"]),
+        "retired": sum(1 for loc in doc["locations"] if loc["state"] == "retired"),
+        "connections": sum(1 for c in connections if c["state"] != "removed"),
+        "history_edges": sum(1 for c in connections if c["state"] == "removed"),
+        "pending_deletions": len(doc["pending_deletions"]),
+        "operations": len(doc["operations"]),
+        "bytes": size,
+    }
