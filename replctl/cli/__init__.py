@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from replctl import __version__
+from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error
 from replctl.config import resolve
@@ -27,12 +28,19 @@ _VALUE_OPTIONS = {
     "--spark-conf",
     "--output",
     "--reason",
+    "--plan-out",
 }
 _FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress"}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
     """Move global options (and their values) in front of the sub-command, keeping their order."""
+    lifted, rest = split_global_options(args)
+    return lifted + rest
+
+
+def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """The global options with their values, and the rest (the sub-command and its arguments), in order."""
     lifted: list[str] = []
     rest: list[str] = []
     i = 0
@@ -50,7 +58,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             rest.append(arg)
         i += 1
-    return lifted + rest
+    return lifted, rest
 
 
 class RootGroup(TyperGroup):
@@ -59,7 +67,10 @@ class RootGroup(TyperGroup):
     # The context type is Typer's vendored Click context, which Typer does not export; Any keeps the override
     # compatible without importing a private module.
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, hoist_global_options(list(args)))
+        lifted, rest = split_global_options(list(args))
+        # The sub-command as typed: what --plan-out records as the plan's command (cli.boundary).
+        ctx.meta[COMMAND_ARGV] = rest
+        return super().parse_args(ctx, lifted + rest)
 
 
 app = typer.Typer(
@@ -108,6 +119,14 @@ def root(
     reason: Annotated[
         str | None, typer.Option("--reason", metavar="TEXT", help="Why; kept in the journal.")
     ] = None,
+    plan_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan-out",
+            metavar="FILE",
+            help="Mutating commands: change nothing, write the plan to FILE for `replctl apply`.",
+        ),
+    ] = None,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -133,7 +152,7 @@ def root(
     except ReplctlError as exc:
         emit_error(exc, as_json=json_output or output == "json")
         raise typer.Exit(exc.exit_code) from None
-    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress)
+    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress, plan_out=plan_out)
 
 
 def _register() -> None:
@@ -145,6 +164,9 @@ def _register() -> None:
     data_cmds.register(app)
     app.add_typer(ops.app, name="ops")
     app.command("demo")(demo.demo)
+    from replctl.cli import apply
+
+    app.command("apply")(apply.apply)
     from replctl.cli import report
 
     report.register(app)

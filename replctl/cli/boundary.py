@@ -7,19 +7,47 @@ clean refusal into a crash. So every message and hint is made printable here, on
 
 Numbers on the command line (seqs, counts, limits, seeds) end up in the catalog's and Spark's signed 64-bit
 integers; a larger one is refused here as a bad number (exit 2) before any command acts on it.
+
+Reviewed plans live here too, for every command at once: under the global `--plan-out FILE` a mutating
+command (one that runs as a journalled operation, `Effect.OPERATION`) makes its usual dry run and the plan
+file gets the JSON document that dry run prints, with the catalog version read before it and the digests of
+the files it reads (`services.plans`); any other command refuses the option (exit 2). Under `replctl apply`
+(`cli.apply`) the recorded command runs here again, inside `services.operations.applying`.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import traceback
 from collections.abc import Callable
-from typing import Any, NoReturn
+from contextlib import ExitStack, redirect_stdout
+from dataclasses import replace
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_error, emit_json, stderr
+from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.errors import InvalidInput, ReplctlError
+
+if TYPE_CHECKING:
+    from replctl.services.plans import InputDigest
+
+# Key in the Click context's `meta` (shared by the whole invocation): the sub-command's argv without the
+# global options, as the root group parsed it; `--plan-out` records it as the plan's command.
+COMMAND_ARGV = "replctl.command_argv"
+
+
+class Effect(Enum):
+    """What a command does to the catalog and the store, as far as `--plan-out` is concerned."""
+
+    READS = "reads"  # changes nothing: --plan-out is refused (exit 2)
+    OPERATION = "operation"  # a journalled operation with a dry run: --plan-out writes its plan
+    UNPLANNED = "unplanned"  # changes something but has no dry run to record (init, db upgrade, apply)
+
 
 # The range of the catalog's BIGINT columns and of Spark's LongType.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -54,19 +82,134 @@ def _printable_error(exc: ReplctlError) -> ReplctlError:
     return exc
 
 
+def input_digests(ctx: typer.Context) -> list[InputDigest]:
+    """The digest of every file or folder the command's path parameters name (`log append --file`)."""
+    from replctl.services.plans import InputDigest, digest
+
+    found = []
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        for path in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(path, Path):
+                label = param.opts[0] if param.opts else (param.name or "")
+                found.append(InputDigest(label, str(path), digest(path)))
+    return found
+
+
+def recorded_command(ctx: typer.Context, app: AppContext) -> list[str]:
+    """The command line a plan records: the sub-command as typed, without --dry-run, plus --reason."""
+    argv = ctx.meta.get(COMMAND_ARGV)
+    if argv is None:
+        raise ReplctlError(f"{ctx.command_path}: the command line was not recorded", code="internal")
+    end = argv.index("--") if "--" in argv else len(argv)
+    # --plan-out implies --dry-run; applying must run the command for real, so the flag is not recorded.
+    command = [arg for arg in argv[:end] if arg != "--dry-run"] + list(argv[end:])
+    return command + (["--reason", app.reason] if app.reason is not None else [])
+
+
+def _refuse_plan_out(ctx: typer.Context, effect: Effect) -> None:
+    if effect is Effect.READS:
+        raise InvalidInput(
+            f"{ctx.command_path} changes nothing; --plan-out is for mutating commands",
+            code="bad-option",
+            hint="drop --plan-out",
+        )
+    if effect is Effect.UNPLANNED:
+        raise InvalidInput(
+            f"{ctx.command_path} has no dry run to record; --plan-out is for the commands that run as "
+            "journalled operations",
+            code="bad-option",
+            hint="drop --plan-out",
+        )
+
+
+def _json_document(
+    app: AppContext, render: Callable[[AppContext, Any], int | None], outcome: Any
+) -> tuple[dict[str, Any], int]:
+    """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing."""
+    as_json = replace(app, settings=replace(app.settings, output="json"))
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        code = render(as_json, outcome) or 0
+    document: dict[str, Any] = json.loads(buffer.getvalue())
+    return document, code
+
+
+def _plan(
+    ctx: typer.Context,
+    app: AppContext,
+    action: Callable[[AppContext], Any],
+    render: Callable[[AppContext, Any], int | None] | None,
+    effect: Effect,
+) -> int:
+    """--plan-out: run the command's dry run and write (or, for `apply`, keep) the plan it makes."""
+    from replctl.services.operations import planning
+    from replctl.services.plans import new_plan, write_plan
+
+    _refuse_plan_out(ctx, effect)
+    if render is None:
+        raise ReplctlError(f"{ctx.command_path} renders no outcome to plan", code="internal")
+    catalog = app.catalog()
+    # Read before planning: a change committed during the dry run then makes the plan stale, never hides.
+    with catalog.transaction(readonly=True) as tx:
+        version = tx.catalog_version()
+    inputs = input_digests(ctx)
+    with planning():
+        outcome = action(app)
+    document, code = _json_document(app, render, outcome)
+    plan = new_plan(
+        recorded_command(ctx, app),
+        catalog_url=catalog.url,
+        catalog_version=version,
+        plan=document,
+        inputs=inputs,
+    )
+    if app.plan_out is None:  # `replctl apply` planning again, to compare
+        app.planned = plan
+        return code
+    write_plan(app.plan_out, plan)
+    if app.json:
+        emit_json({"ok": True, "plan_out": str(app.plan_out), "catalog_version": version, "plan": plan.plan})
+        return code
+    render(app, outcome)  # the dry run as the operator knows it, to review before applying
+    # soft_wrap: the path must stay copy-pasteable on a narrow terminal.
+    stdout().print(
+        f"plan written to {app.plan_out} (catalog version {version}); review it, then run: "
+        f"replctl apply {app.plan_out}",
+        markup=False,
+        soft_wrap=True,
+    )
+    return code
+
+
 def run(
     ctx: typer.Context,
     action: Callable[[AppContext], Any],
     render: Callable[[AppContext, Any], int | None] | None = None,
+    *,
+    effect: Effect = Effect.READS,
 ) -> NoReturn:
-    """Run one command: call the service, render its outcome, exit with the contract's code."""
+    """Run one command: call the service, render its outcome, exit with the contract's code.
+
+    `effect` says whether the command may be planned with --plan-out (`Effect.OPERATION`: its action must
+    pass `dry_run=dry_run or app.planning` to its service); under `replctl apply` the action runs inside
+    `services.operations.applying`, so the operation checks the plan's catalog version under its leases.
+    """
     app_ctx: AppContext = ctx.obj
     code = 0
     try:
         check_numbers(ctx)
-        outcome = action(app_ctx)
-        if render is not None:
-            code = render(app_ctx, outcome) or 0
+        if app_ctx.planning:
+            code = _plan(ctx, app_ctx, action, render, effect)
+        else:
+            with ExitStack() as scope:
+                if app_ctx.applied is not None:
+                    from replctl.services.operations import applying
+
+                    scope.enter_context(applying(app_ctx.applied))
+                outcome = action(app_ctx)
+            if render is not None:
+                code = render(app_ctx, outcome) or 0
     except ReplctlError as exc:
         emit_error(_printable_error(exc), as_json=app_ctx.json)
         code = exc.exit_code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replctl.config import Settings
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
     from replctl.services.engine import Engine
+    from replctl.services.plans import AppliedPlan, Plan
 
 
 @dataclass
@@ -24,6 +26,13 @@ class AppContext:
     progress: bool | None = (
         None  # --progress / --no-progress; None: on when stderr is a terminal, off with --json
     )
+    # --plan-out FILE: a mutating command only plans (a dry run) and writes the plan there (boundary.run).
+    plan_out: Path | None = None
+    # `replctl apply` planning the recorded command again: the plan is kept in `planned`, not written.
+    capture_plan: bool = False
+    planned: Plan | None = field(default=None, repr=False)
+    # `replctl apply` executing a plan: the catalog version it expects, checked under the leases.
+    applied: AppliedPlan | None = None
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
 
@@ -31,6 +40,11 @@ class AppContext:
     def json(self) -> bool:
         """True under --json / --output json."""
         return self.settings.json
+
+    @property
+    def planning(self) -> bool:
+        """True when a mutating command must only plan: a dry run, whatever --dry-run says."""
+        return self.plan_out is not None or self.capture_plan
 
     def catalog(self, *, check: bool = True) -> Catalog:
         """The catalog; `check` refuses one that is missing or at an older revision (exit 6)."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from replctl.cli.boundary import run
+from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.errors import InvalidInput
@@ -34,11 +34,20 @@ def append(
         from replctl.services import logs
 
         source = logs.read_source(event or [], file, generate, seed)
-        return logs.append(app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run)
+        return logs.append(
+            app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
             emit_json({"ok": True, **out})
+        elif out.get("resumed_from"):
+            # REP3: the same append was interrupted after its commit; nothing was appended again.
+            stdout().print(
+                f"already appended by operation {out['resumed_from']} before it was interrupted: "
+                f"seq {out['seq_from']}..{out['seq_to']}" + (" (dry run)" if out["dry_run"] else ""),
+                markup=False,
+            )
         elif out["dry_run"]:
             count = out["appended"] or "the file's"
             stdout().print(
@@ -50,7 +59,7 @@ def append(
                 markup=False,
             )
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @log_app.command("show")
@@ -154,7 +163,7 @@ def compact(
         from replctl.services import compaction
 
         return compaction.compact(
-            app.catalog(), app.engine(), location, gc=gc, reason=app.reason, dry_run=dry_run
+            app.catalog(), app.engine(), location, gc=gc, reason=app.reason, dry_run=dry_run or app.planning
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
@@ -173,7 +182,7 @@ def compact(
             f"{location}: {out['segments_before']} → {out['segments_after']} segment(s)", markup=False
         )
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 def replicate(
@@ -196,9 +205,16 @@ def replicate(
             )
         if endpoints:
             return replication.replicate_one(
-                app.catalog(), app.engine(), endpoints[0], endpoints[1], reason=app.reason, dry_run=dry_run
+                app.catalog(),
+                app.engine(),
+                endpoints[0],
+                endpoints[1],
+                reason=app.reason,
+                dry_run=dry_run or app.planning,
             )
-        return replication.replicate_all(app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run)
+        return replication.replicate_all(
+            app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -243,7 +259,7 @@ def replicate(
                     markup=False,
                 )
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 def delete(
@@ -270,7 +286,7 @@ def delete(
             older_than=older_than,
             logical=logical,
             reason=app.reason,
-            dry_run=dry_run,
+            dry_run=dry_run or app.planning,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -302,7 +318,7 @@ def delete(
             )
         return code
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
@@ -333,7 +349,7 @@ def recover_location(
             lost_from=lost_from,
             accept_loss=accept_loss,
             reason=app.reason,
-            dry_run=dry_run,
+            dry_run=dry_run or app.planning,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -376,7 +392,7 @@ def recover_location(
             )
         return code
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @drill_app.command("disaster")
@@ -392,7 +408,12 @@ def drill_disaster(
         from replctl.services import recovery
 
         return recovery.drill(
-            app.catalog(), app.engine(), location, from_seq, reason=app.reason, dry_run=dry_run
+            app.catalog(),
+            app.engine(),
+            location,
+            from_seq,
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
@@ -408,7 +429,7 @@ def drill_disaster(
         )
         stdout().print(f"next: replctl recover location {location}", markup=False)
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 def register(app: typer.Typer) -> None:

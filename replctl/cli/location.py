@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from replctl.cli.boundary import run
+from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import render_topology_outcome, topology_outcome_json
@@ -34,9 +34,11 @@ def add(
     def action(app: AppContext) -> Any:
         from replctl.services import topology
 
-        return topology.add_location(app.catalog(), name, role, reason=app.reason, dry_run=dry_run)
+        return topology.add_location(
+            app.catalog(), name, role, reason=app.reason, dry_run=dry_run or app.planning
+        )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("list")
@@ -139,7 +141,12 @@ def retire(
         from replctl.services import retirement
 
         return retirement.retire(
-            app.catalog(), app.engine(), name, prune_clock=prune_clock, reason=app.reason, dry_run=dry_run
+            app.catalog(),
+            app.engine(),
+            name,
+            prune_clock=prune_clock,
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
         )
 
     def render(app: AppContext, out: Any) -> None:
@@ -177,7 +184,7 @@ def retire(
                 markup=False,
             )
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 __all__ = ["app", "topology_outcome_json"]

@@ -87,6 +87,12 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
         console = stdout()
         console.print(f"{op.id} {op.command} → {op.outcome}", markup=False)
         console.print(f"by {op.actor}@{op.host} at {op.started_at}; reason: {op.reason or '-'}", markup=False)
+        if op.args.get("plan_file"):  # run by `replctl apply` (services.plans.AppliedPlan.journal_args)
+            console.print(
+                f"applied from the plan {op.args['plan_file']} (sha256 {op.args.get('plan_sha256')}, "
+                f"made at catalog version {op.args.get('plan_catalog_version')})",
+                markup=False,
+            )
         for step in doc["steps"]:
             console.print(f"  {step['index']}. {step['name']} {step['detail']}", markup=False)
         if op.error:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from replctl.cli.boundary import run
+from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 
@@ -34,7 +34,7 @@ def init(ctx: typer.Context) -> None:
         console.print(f"log store: {out['store']}", markup=False)
         console.print("next: replctl location add NAME", markup=False)
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.UNPLANNED)
 
 
 @db_app.command("upgrade")
@@ -54,7 +54,7 @@ def db_upgrade(ctx: typer.Context) -> None:
                 f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})", markup=False
             )
 
-    run(ctx, action, render)
+    run(ctx, action, render, effect=Effect.UNPLANNED)
 
 
 @db_app.command("current")

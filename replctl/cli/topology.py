@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from replctl.cli.boundary import run
+from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import (
@@ -60,10 +60,10 @@ def add(
             filter_expr=filter_expr,
             history=history,
             reason=app.reason,
-            dry_run=dry_run,
+            dry_run=dry_run or app.planning,
         )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("remove")
@@ -80,10 +80,10 @@ def remove(
         from replctl.services import topology
 
         return topology.remove_connection(
-            app.catalog(), source, target, both=both, reason=app.reason, dry_run=dry_run
+            app.catalog(), source, target, both=both, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("filter")
@@ -107,10 +107,15 @@ def filter_(
                 hint=f"replctl topology filter {source} {target} --set \"key = 'x'\"",
             )
         return topology.set_filter(
-            app.catalog(), source, target, None if clear else set_expr, reason=app.reason, dry_run=dry_run
+            app.catalog(),
+            source,
+            target,
+            None if clear else set_expr,
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
         )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("group")
@@ -133,16 +138,20 @@ def group(
                     code="bad-option",
                     hint=f"replctl topology group {name} --remove",
                 )
-            return topology.remove_group(app.catalog(), name, reason=app.reason, dry_run=dry_run)
+            return topology.remove_group(
+                app.catalog(), name, reason=app.reason, dry_run=dry_run or app.planning
+            )
         if not members:
             raise InvalidInput(
                 "a group needs at least one member",
                 code="bad-option",
                 hint=f"replctl topology group {name} A B",
             )
-        return topology.declare_group(app.catalog(), name, list(members), reason=app.reason, dry_run=dry_run)
+        return topology.declare_group(
+            app.catalog(), name, list(members), reason=app.reason, dry_run=dry_run or app.planning
+        )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("failover")
@@ -158,9 +167,11 @@ def failover(
     def action(app: AppContext) -> Any:
         from replctl.services import topology
 
-        return topology.failover(app.catalog(), location, old, new, reason=app.reason, dry_run=dry_run)
+        return topology.failover(
+            app.catalog(), location, old, new, reason=app.reason, dry_run=dry_run or app.planning
+        )
 
-    run(ctx, action, render_topology_outcome)
+    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
 
 
 @app.command("show")

@@ -3,6 +3,14 @@
 A service wraps its work in `operation(...)`; every catalog transaction it opens through the context checks the
 fencing tokens of its leases before committing, so an operation that lost its lease cannot commit. A dry run
 takes no lease and writes no journal: it runs the same planning code and stops before acting.
+
+Reviewed plans (`--plan-out`, `replctl apply`) need two guarantees from here, whatever service runs: inside
+`planning()` no operation may act (a command that forgot to turn `--plan-out` into a dry run is stopped as a
+bug before it changes anything), and inside `applying(plan)` the first operation that acts checks, once it
+holds its leases and in a transaction, that the catalog version is still the plan's. Checking there, not only
+in `apply` before it starts, closes the window between that check and the leases: whatever committed in
+between has moved the version. Both are context variables, so services keep their signatures and a Python
+runbook can use them as the CLI does.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ import getpass
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -18,6 +27,7 @@ from replctl.adapters.catalog.leases import holder_name
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.errors import Incomplete, LockHeld, Refused, ReplctlError
 from replctl.failpoints import hit
+from replctl.services.plans import AppliedPlan, stale_plan
 
 T = TypeVar("T")
 
@@ -68,6 +78,68 @@ class OperationContext:
                 tx.set_plan(self.id, plan)
 
 
+@dataclass
+class _PlanMode:
+    """How operations run in this context: only as dry runs (planning), or executing a reviewed plan."""
+
+    planning: bool = False
+    applied: AppliedPlan | None = None
+    verified: bool = False  # the plan's catalog version was checked by the first operation that acted
+
+
+_PLAN_MODE: ContextVar[_PlanMode | None] = ContextVar("replctl_plan_mode", default=None)
+
+
+@contextmanager
+def planning() -> Iterator[None]:
+    """Inside the block operations only plan (`--plan-out`): one that would act is refused as a bug (exit 1)."""
+    token = _PLAN_MODE.set(_PlanMode(planning=True))
+    try:
+        yield
+    finally:
+        _PLAN_MODE.reset(token)
+
+
+@contextmanager
+def applying(plan: AppliedPlan) -> Iterator[None]:
+    """Inside the block operations execute the reviewed `plan` (`replctl apply`).
+
+    The first operation that acts refuses (exit 3, `stale-plan`) unless, holding its leases, it finds the
+    catalog at the plan's version; every operation in the block journals the plan file in its `args`.
+    """
+    token = _PLAN_MODE.set(_PlanMode(applied=plan))
+    try:
+        yield
+    finally:
+        _PLAN_MODE.reset(token)
+
+
+def _check_plan_version(ctx: OperationContext, mode: _PlanMode) -> None:
+    """Refuse a stale plan once the leases are held; later operations of the same command run unchecked,
+    since the version moved by the first one's own commits."""
+    if mode.applied is None or mode.verified:
+        return
+    with ctx.transaction() as tx:
+        now = tx.catalog_version()
+    if now != mode.applied.catalog_version:
+        raise stale_plan(mode.applied.catalog_version, now)
+    mode.verified = True
+
+
+def _acting_args(mode: _PlanMode | None, command: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The journal args of an operation about to act in `mode`; refuses to act while planning."""
+    if mode is None:
+        return args
+    if mode.planning:
+        # A bug in a command (it did not turn --plan-out into a dry run); nothing has been touched yet.
+        raise ReplctlError(
+            f"{command} would act while only planning (--plan-out); nothing was changed",
+            code="internal",
+            hint="this is a bug in replctl; please report it",
+        )
+    return {**args, **mode.applied.journal_args()} if mode.applied is not None else args
+
+
 def _actor() -> str:
     try:
         return getpass.getuser()
@@ -88,6 +160,8 @@ def operation(
     """Run `body` as one journalled operation holding leases on `resources`."""
     if dry_run:
         return body(OperationContext(catalog, None, True))
+    mode = _PLAN_MODE.get()
+    args = _acting_args(mode, command, args)
     with catalog.transaction() as tx:
         op_id = tx.begin_operation(command, args, _actor(), socket.gethostname(), reason)
     ctx = OperationContext(catalog, op_id, False)
@@ -100,6 +174,8 @@ def operation(
                 ctx.tokens[resource] = tx.acquire_lease(
                     resource, holder_name(_actor()), op_id, LEASE_TTL_SECONDS
                 )
+        if mode is not None:
+            _check_plan_version(ctx, mode)
         hit("operation.after-lease")
         result = body(ctx)
         hit("operation.before-finish")

@@ -23,6 +23,7 @@ from replctl.adapters.catalog.journal import JournalQueries
 from replctl.adapters.catalog.leases import LeaseQueries
 from replctl.adapters.catalog.locations import LocationQueries
 from replctl.adapters.catalog.segments import SegmentQueries
+from replctl.adapters.catalog.version import VersionQueries, start_tracking, track_state_writes, wrote_state
 
 Clock = Callable[[], datetime]
 
@@ -40,6 +41,7 @@ class CatalogTransaction(
     DeletionQueries,
     JournalQueries,
     LeaseQueries,
+    VersionQueries,
 ):
     """Typed reads and writes inside one SQL transaction (obtained from `Catalog.transaction`)."""
 
@@ -60,6 +62,8 @@ class Catalog:
             self._engine, self._owned = url, False
         else:
             self._engine, self._owned = make_engine(url), True
+        # The catalog version is kept here, for every writer at once (adapters.catalog.version).
+        track_state_writes(self._engine)
         self._clock = clock
 
     @property
@@ -81,6 +85,9 @@ class Catalog:
         READ, READ ONLY. Do not open one transaction inside another: on SQLite every writing transaction
         holds the database's write lock from its start, so the inner one would wait for the outer one
         until the busy timeout and fail.
+
+        A transaction that wrote to a state table raises the catalog version by one just before it commits
+        (`CatalogTransaction.catalog_version`; see `adapters.catalog.version`).
         """
         with translate_errors(self._engine.url), self._engine.connect() as conn:
             if readonly:
@@ -88,8 +95,12 @@ class Catalog:
                     conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
                 else:
                     conn.execution_options(**{SQLITE_DEFERRED: True})
+            start_tracking(conn)
             with conn.begin():
-                yield CatalogTransaction(conn, self._clock)
+                tx = CatalogTransaction(conn, self._clock)
+                yield tx
+                if wrote_state(conn):
+                    tx.bump_catalog_version()
 
     def close(self) -> None:
         """Close the pooled connections (of an engine this catalog created)."""

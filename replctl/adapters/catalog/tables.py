@@ -10,7 +10,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -196,3 +207,19 @@ class LeaseRow(Base):
     expires_at: Mapped[datetime] = mapped_column()
     # Set by release; the row itself stays so that the next holder's token continues the sequence.
     released_at: Mapped[datetime | None] = mapped_column()
+
+
+class CatalogStateRow(Base):
+    """The catalog's version (one row, id 1): how many committed transactions changed its state.
+
+    Raised by one at the end of every transaction that wrote to a state table (every table but the journal,
+    the leases and this one; see `adapters.catalog.version`), so a plan made at version N (`--plan-out`) can
+    tell at `replctl apply` whether anything it was computed from may have changed since.
+    """
+
+    __tablename__ = "catalog_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    __table_args__ = (CheckConstraint("id = 1", name="ck_catalog_state_one_row"),)

@@ -1,0 +1,323 @@
+"""Reviewed plans: the file `--plan-out FILE` writes, and the checks `replctl apply FILE` makes before it acts.
+
+A plan file is one JSON document (format `replctl-plan/1`)::
+
+    {"format": "replctl-plan/1", "replctl": "0.1.0",
+     "command": ["delete", "EU1", "--upto", "100000", "--reason", "retention"],
+     "catalog": {"url": "postgresql+psycopg://replctl:***@db/replctl", "version": 42},
+     "plan": {...the document the command prints under --json --dry-run...},
+     "inputs": [{"option": "--file", "path": "events.jsonl", "sha256": "9f86d0..."}],
+     "created_at": "2026-12-01T10:00:00+00:00"}
+
+`command` is the sub-command as typed, without global options except `--reason`; `catalog.version` is the
+catalog version (a counter of committed state changes, `adapters.catalog.version`) read before the plan was
+computed, so any change that could have altered the plan moves it. `apply` executes the command only while
+the version is unchanged, the input files have the recorded digests, and a dry run made now gives the same
+`plan`; otherwise the plan is stale (exit 3, code `stale-plan`) and must be made again, as with Terraform's
+saved plans. The file carries no secret (the URL's password is masked) and no signature: it is reviewed, not
+trusted, and anything changed in it makes it either invalid (exit 2) or stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replctl.errors import InvalidInput, Refused
+
+PLAN_FORMAT = "replctl-plan/1"
+STALE_PLAN = "stale-plan"
+BAD_PLAN = "bad-plan"
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class InputDigest:
+    """A file a command reads (`log append --file`), by the option that named it; sha256 None: missing."""
+
+    option: str
+    path: str
+    sha256: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of the plan's `inputs` list."""
+        return {"option": self.option, "path": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a plan file holds (see the module docstring)."""
+
+    command: tuple[str, ...]
+    catalog_url: str
+    catalog_version: int
+    plan: dict[str, Any]
+    inputs: tuple[InputDigest, ...] = ()
+    replctl: str = ""
+    created_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan file's document."""
+        return {
+            "format": PLAN_FORMAT,
+            "replctl": self.replctl,
+            "command": list(self.command),
+            "catalog": {"url": self.catalog_url, "version": self.catalog_version},
+            "plan": self.plan,
+            "inputs": [i.to_json() for i in self.inputs],
+            "created_at": self.created_at,
+        }
+
+    @property
+    def command_line(self) -> str:
+        """The command as an operator would type it."""
+        return "replctl " + " ".join(shlex.quote(arg) for arg in self.command)
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan read from a file, with the file's sha256 (journalled by `apply`)."""
+
+    path: Path
+    sha256: str
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class AppliedPlan:
+    """The reviewed plan an operation executes: the file it came from and the catalog version it assumes."""
+
+    file: str
+    sha256: str
+    catalog_version: int
+
+    def journal_args(self) -> dict[str, Any]:
+        """What the operation's journal row records about the plan (`replctl ops show`)."""
+        return {
+            "plan_file": self.file,
+            "plan_sha256": self.sha256,
+            "plan_catalog_version": self.catalog_version,
+        }
+
+
+def new_plan(
+    command: Sequence[str],
+    *,
+    catalog_url: str,
+    catalog_version: int,
+    plan: dict[str, Any],
+    inputs: Iterable[InputDigest] = (),
+) -> Plan:
+    """A plan made now by this replctl."""
+    from replctl import __version__
+
+    return Plan(
+        command=tuple(command),
+        catalog_url=catalog_url,
+        catalog_version=catalog_version,
+        # Through JSON and back, so that it compares equal to the same plan read from a file.
+        plan=json.loads(json.dumps(plan, default=str, ensure_ascii=False)),
+        inputs=tuple(inputs),
+        replctl=__version__,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def digest(path: Path) -> str | None:
+    """The sha256 of a file, or of a folder's files (a Parquet dataset: names and contents); None if missing."""
+    try:
+        if path.is_dir():
+            whole = hashlib.sha256()
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                whole.update(file.relative_to(path).as_posix().encode() + b"\0")
+                whole.update(_file_digest(file).encode() + b"\n")
+            return whole.hexdigest()
+        if path.is_file():
+            return _file_digest(path)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", code="bad-file") from exc
+    return None
+
+
+def _file_digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def write_plan(path: Path, plan: Plan) -> None:
+    """Write the plan file atomically: a reader sees the old file or the whole new one, never a part."""
+    text = json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n"
+    # Next to the target, so the rename stays on one file system; "x" respects the umask, unlike mkstemp.
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with temporary.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise InvalidInput(
+            f"cannot write the plan to {path}: {exc.strerror}",
+            code="bad-plan-out",
+            hint="give --plan-out a path in a writable folder",
+        ) from exc
+
+
+def read_plan(path: Path) -> PlanFile:
+    """Read and validate a plan file; anything that is not a well-formed plan is refused (exit 2, one line)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the plan {path}: {exc.strerror}", code=BAD_PLAN) from exc
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _bad(path, "it is not UTF-8 text") from exc
+    except json.JSONDecodeError as exc:
+        raise _bad(path, f"it is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    return PlanFile(path, hashlib.sha256(raw).hexdigest(), _parse(path, doc))
+
+
+def _parse(path: Path, doc: Any) -> Plan:
+    if not isinstance(doc, dict):
+        raise _bad(path, "it is not a JSON object")
+    if doc.get("format") != PLAN_FORMAT:
+        raise _bad(path, f"its format is {doc.get('format')!r}, expected {PLAN_FORMAT!r}")
+    command, catalog, plan, inputs = (
+        doc.get("command"),
+        doc.get("catalog"),
+        doc.get("plan"),
+        doc.get("inputs"),
+    )
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        raise _bad(path, '"command" must be a non-empty list of strings')
+    if not isinstance(catalog, dict) or not isinstance(catalog.get("url"), str):
+        raise _bad(path, '"catalog" must hold the catalog\'s "url"')
+    version = catalog.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise _bad(path, '"catalog" must hold a "version" ≥ 0')
+    if not isinstance(plan, dict):
+        raise _bad(path, '"plan" must be a JSON object')
+    if not isinstance(inputs, list) or not all(_is_input(i) for i in inputs):
+        raise _bad(path, '"inputs" must be a list of {"option", "path", "sha256"}')
+    return Plan(
+        command=tuple(command),
+        catalog_url=catalog["url"],
+        catalog_version=version,
+        plan=plan,
+        inputs=tuple(InputDigest(i["option"], i["path"], i["sha256"]) for i in inputs),
+        replctl=str(doc.get("replctl", "")),
+        created_at=str(doc.get("created_at", "")),
+    )
+
+
+def _is_input(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("option"), str)
+        and isinstance(entry.get("path"), str)
+        and (entry.get("sha256") is None or isinstance(entry.get("sha256"), str))
+    )
+
+
+def _bad(path: Path, why: str) -> InvalidInput:
+    return InvalidInput(
+        f"{path} is not a valid replctl plan: {why}",
+        code=BAD_PLAN,
+        hint="make one with: replctl COMMAND ... --plan-out FILE",
+    )
+
+
+def stale_plan(made: int, now: int, *, remake: str | None = None) -> Refused:
+    """The refusal of a plan made at catalog version `made` when the catalog is at `now` (exit 3)."""
+    return Refused(
+        f"the catalog changed since the plan was made (version {made} → {now}); make the plan again",
+        code=STALE_PLAN,
+        hint=remake or "re-run the command with --plan-out, review it, then replctl apply the new file",
+        details={"plan_version": made, "catalog_version": now},
+    )
+
+
+def check_catalog(recorded: PlanFile, url: str, version: int) -> None:
+    """Refuse a plan made for another catalog (exit 2) or at another version of this one (exit 3)."""
+    plan = recorded.plan
+    if plan.catalog_url != url:
+        raise InvalidInput(
+            f"the plan {recorded.path} was made for the catalog {plan.catalog_url}, not {url}",
+            code="plan-catalog-mismatch",
+            hint="apply it with the --db it was made with",
+        )
+    if plan.catalog_version != version:
+        raise stale_plan(plan.catalog_version, version, remake=remake_hint(recorded))
+
+
+def check_inputs(recorded: PlanFile, current: Sequence[InputDigest]) -> None:
+    """Refuse (exit 3, stale) when an input file differs from the one the plan was made from."""
+    now = {(i.option, i.path): i.sha256 for i in current}
+    before = {(i.option, i.path): i.sha256 for i in recorded.plan.inputs}
+    for option, path in sorted(before.keys() | now.keys()):
+        if (
+            (option, path) not in before
+            or (option, path) not in now
+            or before[option, path] != now[option, path]
+        ):
+            raise Refused(
+                f"the input {path} ({option}) changed since the plan was made; make the plan again",
+                code=STALE_PLAN,
+                hint=remake_hint(recorded),
+            )
+
+
+def check_same_plan(recorded: PlanFile, fresh: Plan) -> None:
+    """Refuse (exit 3, stale) unless a plan made now equals the recorded one: version, inputs and plan.
+
+    Equal catalog versions do not cover everything a plan depends on: the log store (a drill, a lost disk),
+    the clock (`delete --older-than`), the input files. The dry run made again right before executing does.
+    """
+    if fresh.catalog_version != recorded.plan.catalog_version:
+        raise stale_plan(recorded.plan.catalog_version, fresh.catalog_version, remake=remake_hint(recorded))
+    check_inputs(recorded, fresh.inputs)
+    where = first_difference(recorded.plan.plan, fresh.plan)
+    if where is not None:
+        raise Refused(
+            f"the plan made now differs from the one in {recorded.path} (at {where}); make the plan again",
+            code=STALE_PLAN,
+            hint=remake_hint(recorded),
+        )
+
+
+def remake_hint(recorded: PlanFile) -> str:
+    """How to make the plan again, to the same file."""
+    return f"{recorded.plan.command_line} --plan-out {shlex.quote(str(recorded.path))}"
+
+
+def first_difference(before: Any, after: Any, where: str = "plan") -> str | None:
+    """The path of the first place two JSON values differ (`plan.passes[0].written`), or None when equal."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(before.keys() | after.keys()):
+            if key not in before or key not in after:
+                return f"{where}.{key}"
+            found = first_difference(before[key], after[key], f"{where}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(before, list) and isinstance(after, list):
+        for index, (b, a) in enumerate(zip(before, after, strict=False)):
+            found = first_difference(b, a, f"{where}[{index}]")
+            if found is not None:
+                return found
+        return None if len(before) == len(after) else f"{where}[{min(len(before), len(after))}]"
+    return None if before == after and type(before) is type(after) else where

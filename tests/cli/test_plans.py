@@ -1,0 +1,372 @@
+"""Reviewed plans through the real CLI: `--plan-out FILE` writes the plan and changes nothing; `replctl apply
+FILE` executes exactly that plan, or refuses it as stale (exit 3) once the catalog changed, and refuses a file
+that is not a plan (exit 2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clitool import Replctl
+
+from replctl.adapters.catalog.engine import parse_url, safe_url
+from replctl.adapters.catalog.repository import Catalog
+from replctl.core.model import Location
+from replctl.services import plans
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    """`replctl` on a new catalog with read-write locations A and B and no connection."""
+    tool = Replctl(tmp_path)
+    tool("init")
+    tool("location", "add", "A")
+    tool("location", "add", "B")
+    return tool
+
+
+def catalog_version(rc: Replctl) -> int:
+    with Catalog(rc.db_url) as catalog, catalog.transaction(readonly=True) as tx:
+        return tx.catalog_version()
+
+
+def state(rc: Replctl) -> dict[str, Any]:
+    """Everything a plan-out or a refused apply must leave as it was: status, history, journal, version."""
+    return {**rc.snapshot(), "ops": rc.json("ops", "list")["operations"], "version": catalog_version(rc)}
+
+
+def comparable(rc: Replctl) -> dict[str, Any]:
+    """The state two catalogs reach by the same commands: without ids, times and who ran them."""
+    changes = [
+        {k: v for k, v in c.items() if k not in ("id", "at", "actor", "operation")}
+        for c in rc.json("topology", "history")["changes"]
+    ]
+    return {"status": rc.json("status"), "history": changes, "version": catalog_version(rc)}
+
+
+def test_plan_out_writes_the_plan_and_changes_nothing(rc: Replctl, tmp_path: Path) -> None:
+    before = state(rc)
+    path = tmp_path / "plan.json"
+    out = rc("topology", "add", "A", "B", "--both", "--plan-out", str(path), "--reason", "CHG-7")
+    assert out.stdout.splitlines()[-1] == (
+        f"plan written to {path} (catalog version 2); review it, then run: replctl apply {path}"
+    )
+    assert "would record: connection-added A→B" in out.stdout
+    assert state(rc) == before
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "replctl-plan/1"
+    assert doc["command"] == ["topology", "add", "A", "B", "--both", "--reason", "CHG-7"]
+    assert doc["catalog"] == {"url": rc.db_url, "version": 2}
+    assert doc["plan"] == rc.json("topology", "add", "A", "B", "--both", "--dry-run")
+    assert doc["inputs"] == []
+    assert datetime.fromisoformat(doc["created_at"]).tzinfo is not None
+    assert not list(tmp_path.glob(".plan.json.*"))  # the temporary file of the atomic write is gone
+
+
+def test_plan_out_stands_anywhere_implies_dry_run_and_prints_one_json_document(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    path = tmp_path / "p.json"
+    before = state(rc)
+    doc = rc.json("--plan-out", str(path), "location", "add", "C", "--role", "hub", "--dry-run")
+    assert doc == {
+        "ok": True,
+        "plan_out": str(path),
+        "catalog_version": 2,
+        "plan": json.loads(path.read_text())["plan"],
+    }
+    assert doc["plan"]["changes"] == [{"id": None, "kind": "location-added", "location": "C", "role": "hub"}]
+    # --dry-run is implied, so it is not recorded: applying runs the command for real.
+    assert json.loads(path.read_text())["command"] == ["location", "add", "C", "--role", "hub"]
+    assert state(rc) == before
+
+
+def test_apply_executes_the_plan_as_running_the_command_would(rc: Replctl, tmp_path: Path) -> None:
+    direct = Replctl(tmp_path / "direct")
+    direct("init")
+    direct("location", "add", "A")
+    direct("location", "add", "B")
+    path = tmp_path / "plan.json"
+    command = ("topology", "add", "A", "B", "--both", "--filter", "key = 'x'", "--history", "none")
+    rc(*command, "--plan-out", str(path), "--reason", "CHG-7")
+
+    applied = rc.json("apply", str(path))
+    expected = direct.json(*command, "--reason", "CHG-7")
+    assert {**applied, "operation": None} == {**expected, "operation": None}
+    assert comparable(rc) == comparable(direct)
+    op = rc.json("ops", "show", applied["operation"])["operation"]
+    assert op["reason"] == "CHG-7"
+    assert op["args"]["plan_file"] == str(path.resolve())
+    assert op["args"]["plan_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert op["args"]["plan_catalog_version"] == 2
+    text = rc("ops", "show", applied["operation"]).stdout
+    assert f"applied from the plan {path.resolve()}" in text
+
+
+def test_apply_in_text_mode_prints_the_command_s_output_and_a_confirmation(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    path = tmp_path / "plan.json"
+    rc("location", "add", "C", "--plan-out", str(path))
+    out = rc("apply", str(path), "--reason", "approved in CHG-9")
+    assert out.stdout.splitlines() == [
+        "recorded: location-added C (read-write)",
+        f"applied the plan in {path}",
+    ]
+    # The reason given to apply replaces the plan's (none here).
+    assert rc.json("ops", "list")["operations"][0]["reason"] == "approved in CHG-9"
+
+
+def test_a_stale_plan_is_refused_with_exit_3_and_changes_nothing(rc: Replctl, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    rc("topology", "add", "A", "B", "--plan-out", str(path))
+    rc("location", "add", "C")
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.splitlines() == [
+        "the catalog changed since the plan was made (version 2 → 3); make the plan again",
+        f"hint: replctl topology add A B --plan-out {path}",
+    ]
+    doc = rc.json("apply", str(path), expect=3)
+    assert doc["error"]["code"] == "stale-plan"
+    assert state(rc) == before
+
+
+def test_applying_a_plan_twice_refuses_the_second_as_stale(rc: Replctl, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    rc("location", "add", "C", "--plan-out", str(path))
+    rc("apply", str(path))
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.splitlines()[0] == (
+        "the catalog changed since the plan was made (version 2 → 3); make the plan again"
+    )
+    assert state(rc) == before
+
+
+def test_a_change_after_apply_s_own_checks_is_caught_under_the_operation_s_leases(
+    rc: Replctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another operator commits between apply's checks and the operation taking its leases.
+    path = tmp_path / "plan.json"
+    rc("topology", "add", "A", "B", "--plan-out", str(path))
+    checked = plans.check_same_plan
+
+    def check_then_race(recorded: plans.PlanFile, fresh: plans.Plan) -> None:
+        checked(recorded, fresh)
+        with Catalog(rc.db_url) as other, other.transaction() as tx:
+            tx.put_location(Location("Z"))
+
+    monkeypatch.setattr(plans, "check_same_plan", check_then_race)
+    doc = rc.json("apply", str(path), expect=3)
+    assert doc["error"]["message"] == (
+        "the catalog changed since the plan was made (version 2 → 3); make the plan again"
+    )
+    assert rc.connections() == {}
+    op = rc.json("ops", "list")["operations"][0]
+    assert (op["command"], op["outcome"], op["args"]["plan_file"]) == ("topology add", "refused", str(path))
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (
+            b"{not json",
+            "it is not JSON (Expecting property name enclosed in double quotes at line 1 column 2)",
+        ),
+        (b"\xff\xfe", "it is not UTF-8 text"),
+        (b"[1, 2]", "it is not a JSON object"),
+        (b'{"format": "terraform"}', "its format is 'terraform', expected 'replctl-plan/1'"),
+    ],
+)
+def test_a_file_that_is_not_a_plan_exits_2_with_a_one_line_reason(
+    rc: Replctl, tmp_path: Path, content: bytes, reason: str
+) -> None:
+    path = tmp_path / "plan.json"
+    path.write_bytes(content)
+    before = state(rc)
+    out = rc("apply", str(path), expect=2)
+    assert out.stderr.splitlines()[0] == f"error: {path} is not a valid replctl plan: {reason}"
+    assert state(rc) == before
+
+
+def _tamper(path: Path, **changes: Any) -> None:
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"command": []}, '"command" must be a non-empty list of strings'),
+        ({"catalog": {"url": "x", "version": "2"}}, '"catalog" must hold a "version" ≥ 0'),
+        ({"plan": None}, '"plan" must be a JSON object'),
+        ({"inputs": [{"path": "x"}]}, '"inputs" must be a list of {"option", "path", "sha256"}'),
+        ({"command": ["nonsense", "X"]}, "no command replctl nonsense X"),
+        ({"command": ["location", "add", "C", "--colour", "red"]}, "No such option: --colour"),
+        (
+            {"command": ["location", "add", "C", "--db", "sqlite://"]},
+            "its command holds the global option --db",
+        ),
+    ],
+)
+def test_a_tampered_plan_that_no_longer_parses_exits_2(
+    rc: Replctl, tmp_path: Path, changes: dict[str, Any], message: str
+) -> None:
+    path = tmp_path / "plan.json"
+    rc("location", "add", "C", "--plan-out", str(path))
+    _tamper(path, **changes)
+    before = state(rc)
+    out = rc("apply", str(path), expect=2)
+    assert out.stderr.splitlines()[0] == f"error: {path} is not a valid replctl plan: {message}"
+    assert state(rc) == before
+
+
+def test_a_tampered_plan_whose_dry_run_differs_now_is_stale(rc: Replctl, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    rc("location", "add", "C", "--plan-out", str(path))
+    doc = json.loads(path.read_text())
+    doc["plan"]["changes"][0]["role"] = "hub"  # the reviewer read "hub"; the command adds a read-write one
+    path.write_text(json.dumps(doc))
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.splitlines()[0] == (
+        f"the plan made now differs from the one in {path} (at plan.changes[0].role); make the plan again"
+    )
+    assert state(rc) == before
+
+
+def test_a_plan_for_another_catalog_exits_2(rc: Replctl, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    rc("location", "add", "C", "--plan-out", str(path))
+    other = Replctl(tmp_path / "other")
+    other("init")
+    out = other("apply", str(path), expect=2)
+    assert out.stderr.splitlines()[0] == (
+        f"error: the plan {path} was made for the catalog {rc.db_url}, not {other.db_url}"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("status",), ("location", "list"), ("topology", "validate"), ("ops", "list"), ("config", "show")],
+)
+def test_plan_out_on_a_command_that_changes_nothing_exits_2(
+    rc: Replctl, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "plan.json"
+    out = rc(*command, "--plan-out", str(path), expect=2)
+    assert out.stderr.splitlines()[0] == (
+        f"error: replctl {' '.join(command)} changes nothing; --plan-out is for mutating commands"
+    )
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("command", [("init",), ("db", "upgrade"), ("apply", "x.json")])
+def test_plan_out_on_a_command_without_a_dry_run_exits_2(
+    rc: Replctl, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    path = tmp_path / "plan.json"
+    out = rc(*command, "--plan-out", str(path), expect=2)
+    assert "has no dry run to record; --plan-out is for the commands that run as journalled operations" in (
+        out.stderr
+    )
+    assert not path.exists()
+
+
+def test_a_refused_plan_out_writes_no_file(rc: Replctl, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    out = rc("location", "add", "A", "--plan-out", str(path), expect=3)  # M1: the name is taken
+    assert out.stderr.startswith("refused [M1]")
+    assert not path.exists()
+    out = rc("location", "add", "C", "--plan-out", str(tmp_path / "no" / "such" / "plan.json"), expect=2)
+    assert out.stderr.splitlines()[0].startswith(f"error: cannot write the plan to {tmp_path / 'no'}")
+
+
+@pytest.mark.spark
+def test_data_commands_are_planned_and_applied_on_a_real_log(rc: Replctl, tmp_path: Path) -> None:
+    rc("topology", "add", "A", "B")
+    rc.append("A", "e1", "e2", "e3")
+    replicate, delete = tmp_path / "replicate.json", tmp_path / "delete.json"
+    before = state(rc)
+    doc = rc.json("replicate", "A", "B", "--plan-out", str(replicate))
+    assert [p["action"] for p in doc["plan"]["passes"]] == ["would-copy"]
+    assert state(rc) == before
+    assert rc.keys("B") == []
+
+    rc("apply", str(replicate))
+    assert rc.keys("B") == ["e1", "e2", "e3"]
+    rc("delete", "A", "--upto", "2", "--plan-out", str(delete))
+    assert rc.keys("A") == ["e1", "e2", "e3"]
+    applied = rc.json("apply", str(delete))
+    assert (applied["deleted_upto"], applied["pending"]) == (2, False)
+    assert rc.keys("A") == ["e3"]
+    assert rc("apply", str(replicate), expect=3).stderr.startswith(
+        "the catalog changed since the plan was made"
+    )
+    assert rc.json("log", "verify")["ok"]
+
+
+@pytest.mark.spark
+def test_a_plan_records_the_digest_of_its_input_file_and_refuses_a_changed_file(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    events = tmp_path / "events.jsonl"
+    original = '{"key": "f1"}\n{"key": "f2"}\n'
+    events.write_text(original)
+    path = tmp_path / "plan.json"
+    rc("log", "append", "A", "--file", str(events), "--plan-out", str(path))
+    sha = hashlib.sha256(original.encode()).hexdigest()
+    assert json.loads(path.read_text())["inputs"] == [
+        {"option": "--file", "path": str(events), "sha256": sha}
+    ]
+
+    events.write_text(original + '{"key": "sneaked-in"}\n')
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.splitlines()[0] == (
+        f"the input {events} (--file) changed since the plan was made; make the plan again"
+    )
+    assert state(rc) == before
+
+    events.write_text(original)
+    rc("apply", str(path))
+    assert rc.keys("A") == ["f1", "f2"]
+
+
+@pytest.mark.spark
+def test_a_store_change_the_catalog_version_cannot_see_still_makes_the_plan_stale(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    rc.append("A", "e1", "e2", "e3")
+    path = tmp_path / "recover.json"
+    assert rc.json("recover", "location", "A", "--plan-out", str(path))["plan"]["nothing_to_do"]
+    version = catalog_version(rc)
+    rc("drill", "disaster", "A", "--from", "2")  # destroys stored events; the catalog is left as it was
+    assert catalog_version(rc) == version
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.startswith(f"the plan made now differs from the one in {path} (at plan.")
+    assert state(rc) == before
+
+
+@pytest.mark.postgres
+def test_plans_on_a_postgresql_catalog_apply_once_then_go_stale(postgres_url: str, tmp_path: Path) -> None:
+    rc = Replctl(tmp_path, db_url=postgres_url)
+    rc("init")
+    rc("location", "add", "A")
+    path = tmp_path / "plan.json"
+    doc = rc.json("location", "add", "B", "--plan-out", str(path))
+    assert doc["catalog_version"] == catalog_version(rc) == 1
+    assert json.loads(path.read_text())["catalog"]["url"] == safe_url(parse_url(postgres_url))
+    rc("apply", str(path))
+    assert [loc["name"] for loc in rc.json("location", "list")["locations"]] == ["A", "B"]
+    assert catalog_version(rc) == 2
+    assert rc.json("apply", str(path), expect=3)["error"]["message"] == (
+        "the catalog changed since the plan was made (version 1 → 2); make the plan again"
+    )
