@@ -6,6 +6,9 @@ the root group lifts them in front of the sub-command before Click parses.
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +20,7 @@ from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error
 from replctl.config import resolve
-from replctl.errors import ReplctlError
+from replctl.errors import InvalidInput, ReplctlError
 
 _VALUE_OPTIONS = {
     "--config",
@@ -61,8 +64,54 @@ def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
     return lifted, rest
 
 
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line (or REPLCTL_OUTPUT) asks for JSON output, read before Click parses it."""
+    lifted, _ = split_global_options(args)
+    for i, arg in enumerate(lifted):
+        if arg in {"--json", "--output=json"}:
+            return True
+        if arg == "--output" and i + 1 < len(lifted) and lifted[i + 1] == "json":
+            return True
+    return os.environ.get("REPLCTL_OUTPUT", "") == "json"
+
+
 class RootGroup(TyperGroup):
     """The root group: accepts global options after the sub-command too."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Under --json a usage error is one JSON document on stdout too (cli.md "Output"), exit 2.
+
+        Click prints usage errors as text on stderr before any command runs; a runbook that parses stdout
+        would find nothing. So with --json the group runs non-standalone and turns them into the contract's
+        error document itself.
+        """
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or not wants_json(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        # Typer vendors Click and exports no usage-error class; this is the base of Click's usage errors.
+        from typer._click.exceptions import ClickException
+
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        except ClickException as exc:
+            # A group called without its sub-command "fails" with its whole help text as the message.
+            no_command = type(exc).__name__ == "NoArgsIsHelpError"
+            message = "Missing command." if no_command else exc.format_message()
+            where = getattr(getattr(exc, "ctx", None), "command_path", None)
+            hint = f"run: {where} --help" if where else None
+            emit_error(InvalidInput(message, code="usage", hint=hint), as_json=True)
+            sys.exit(2)
+        except typer.Abort:
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     # The context type is Typer's vendored Click context, which Typer does not export; Any keeps the override
     # compatible without importing a private module.
