@@ -1,4 +1,12 @@
-"""`log compact`: merge small segments, and collect orphan segment files (`--gc`)."""
+"""`log compact`: merge small segments, and collect orphan segment files (`--gc`).
+
+Crash safety (REP3), run by run: the merged segment is written first; its row replaces the run's rows in one
+transaction with the journal step `merge`; the run's old files are removed only after that commits. A crash
+before the commit leaves the merged copy unreferenced, after it the old files: either way orphans, never read
+(every reader goes through the segment rows), and collected by `--gc`. The events and their seqs are the same
+before and after a merge, so a re-run merges what is still unmerged and reaches the same segment rows as an
+uninterrupted run (`merge_runs` is a function of the rows alone).
+"""
 
 from __future__ import annotations
 
@@ -60,9 +68,10 @@ def compact(
                         ctx.id,
                     )
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
-                hit("compact.after-commit")
+                hit("compact.after-commit")  # the run's old files are orphans until removed just below
                 for seg in run:
                     engine.store.remove(seg.path)
+                hit("compact.after-remove")
         if gc and engine.store.is_local:
             with ctx.transaction() as tx:
                 named = {s.path for s in tx.segments(name)}
@@ -71,6 +80,7 @@ def compact(
             if not ctx.dry_run:
                 for path in found:
                     engine.store.remove(path)
+                    hit("compact.gc-after-remove")  # the rest stay orphans: a re-run collects them
         with ctx.transaction() as tx:
             doc["segments_after"] = len(tx.segments(name))
         return doc

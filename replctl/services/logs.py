@@ -1,13 +1,23 @@
-"""Log use cases: append (EM1, ROLE1), show, verify (§9), compact."""
+"""Log use cases: append (EM1, ROLE1), show, verify (§9), compact.
+
+An append is made idempotent across a crash (REP3) by the digest of its input: it is journalled in the
+operation's args, and the commit step `append` lands in the same transaction as the segment row. A re-run of
+the same append at the same location that finds the latest such operation interrupted after that commit
+(never finished, or failed after it) appends nothing and completes the interrupted operation instead; one
+that finds it finished appends again, as an operator repeating an append on purpose expects.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
+from replctl.core.journal import Operation, Outcome
 from replctl.core.model import LocationState, Role, Segment
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
@@ -25,6 +35,33 @@ class AppendSource:
     parquet: str | None = None
     generate: int | None = None
     seed: int = 0
+
+    def digest(self) -> str:
+        """`sha256:<hex>` of the input, so that a re-run of the same append is recognised (REP3).
+
+        Events (from `--event` or a `.jsonl` file) are hashed as their canonical list, so that spelling
+        and key order do not matter; a Parquet file or folder by its bytes (folder: every file, by relative
+        path); `--generate N` by N and the seed, from which the job derives the events.
+        """
+        sha = hashlib.sha256()
+        if self.generate is not None:
+            sha.update(f"generate:{self.generate}:{self.seed}".encode())
+        elif self.parquet is not None:
+            sha.update(b"parquet:")
+            root = Path(self.parquet)
+            files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+            for path in files:
+                sha.update(path.relative_to(root).as_posix().encode() if root.is_dir() else b"")
+                sha.update(b"\0")
+                with path.open("rb") as handle:
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        sha.update(chunk)
+                sha.update(b"\0")
+        else:
+            rows = [event.as_row() for event in self.events]
+            canonical = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            sha.update(b"events:" + canonical.encode())
+        return f"sha256:{sha.hexdigest()}"
 
 
 def read_source(event_texts: list[str], file: Path | None, generate: int | None, seed: int) -> AppendSource:
@@ -55,6 +92,11 @@ def read_source(event_texts: list[str], file: Path | None, generate: int | None,
     )
 
 
+APPEND_COMMAND = "log append"
+# The journal step committed with the segment row: its presence is what "the events are in" means.
+APPEND_STEP = "append"
+
+
 def append(
     catalog: Catalog,
     engine: Engine,
@@ -64,11 +106,19 @@ def append(
     reason: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """`log append`: EM1 numbering and clocks, refused at hub and read-only locations (ROLE1)."""
+    """`log append`: EM1 numbering and clocks, refused at hub and read-only locations (ROLE1).
+
+    Idempotent across a crash (REP3): when the latest append of the same input (`AppendSource.digest`) at
+    `name` committed its events but was interrupted before it finished, nothing is appended again; the
+    document is a normal append's (that append's seq range, the location's current CVV) plus `resumed_from`
+    (the interrupted operation's id), and a dry run reports the same without completing anything.
+    """
+    digest = source.digest()
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         with catalog.transaction() as tx:
             loc = get_location(tx, name)
+            interrupted = interrupted_append(tx, name, digest, ctx.id)
         if loc.state is LocationState.RECOVERING:
             raise LockHeld(
                 f"{name} is recovering; appends wait until recovery ends (DR0)",
@@ -83,6 +133,8 @@ def append(
                 code="ROLE1",
                 hint="append at a read-write location",
             )
+        if interrupted is not None:
+            return _resume(ctx, name, digest, interrupted)
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
             return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
@@ -109,7 +161,18 @@ def append(
                 name, out_rel, stats.seq_lo, stats.seq_hi, stats.count, VectorTime(stats.vt_lub), ctx.id
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
-            ctx.step(tx, "append", {"segment": out_rel, "count": stats.count, "seq_hi": stats.seq_hi})
+            # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
+            ctx.step(
+                tx,
+                APPEND_STEP,
+                {
+                    "segment": out_rel,
+                    "count": stats.count,
+                    "seq_lo": stats.seq_lo,
+                    "seq_hi": stats.seq_hi,
+                    "digest": digest,
+                },
+            )
         return {
             "location": name,
             "dry_run": False,
@@ -121,13 +184,68 @@ def append(
 
     return operation(
         catalog,
-        command="log append",
-        args={"location": name},
+        command=APPEND_COMMAND,
+        args={"location": name, "digest": digest},
         reason=reason,
         resources=[location_resource(name)],
         dry_run=dry_run,
         body=body,
     )
+
+
+def interrupted_append(
+    tx: CatalogTransaction, name: str, digest: str, current: str | None
+) -> Operation | None:
+    """The append of the same input at `name` that committed its events but never finished, if any (REP3).
+
+    The journal is read newest first, the running operation `current` left out. An append that left no
+    effect (refused, or interrupted before its commit) does not count: the one before it decides. The first
+    one with an effect decides: finished (`succeeded`, also when it completed an interrupted one) means the
+    operator appends the same events again on purpose; committed (its `append` step journalled) but still
+    `running` or `failed` means it was interrupted after its commit, and it is returned.
+
+    Such an operation can no longer commit anything: the caller holds the location's lease, so the
+    interrupted one's lease was taken over (its holder died, `holder-died`) or had expired, and fencing
+    refuses its commits either way.
+    """
+    for op in tx.find_operations(APPEND_COMMAND, {"location": name, "digest": digest}):
+        if op.id == current:
+            continue
+        committed = any(step.name == APPEND_STEP for step in op.steps)
+        if op.outcome in (Outcome.RUNNING, Outcome.FAILED):
+            if committed:
+                return op
+            continue  # no effect: look further back
+        if op.outcome is Outcome.REFUSED:
+            continue
+        return None  # finished: a repeated append is deliberate
+    return None
+
+
+def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operation) -> dict[str, Any]:
+    """Complete the interrupted append instead of appending again: its events are already in (REP3)."""
+    detail = next(step.detail for step in interrupted.steps if step.name == APPEND_STEP)
+    count, seq_hi = int(detail["count"]), int(detail["seq_hi"])
+    seq_lo = int(detail.get("seq_lo", seq_hi - count + 1))
+    doc: dict[str, Any] = {
+        "location": name,
+        "dry_run": ctx.dry_run,
+        "appended": count,
+        "seq_from": seq_lo,
+        "seq_to": seq_hi,
+    }
+    with ctx.transaction() as tx:
+        doc["cvv"] = get_location(tx, name).cvv.to_dict()
+        if not ctx.dry_run and ctx.id is not None:
+            # Both operations' journals say what happened, in one transaction with the lease check.
+            tx.complete_interrupted(interrupted.id, by=ctx.id)
+            ctx.step(
+                tx,
+                "resume",
+                {"operation": interrupted.id, "seq_lo": seq_lo, "seq_hi": seq_hi, "digest": digest},
+            )
+    doc["resumed_from"] = interrupted.id
+    return doc
 
 
 def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:

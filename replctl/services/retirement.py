@@ -10,6 +10,11 @@ step `prune-log`; the old files are removed only after it commits (a crash leave
 read, collected like any orphan). The last transaction drops Z from every CVV, DVV and baseline (step
 `prune-vectors`). No CVV changes before that, so a re-run after a crash passes RET3 as before and continues
 with the logs whose segment rows still hold Z.
+
+`location retire Z --prune-clock` runs the retirement and the pruning as two operations; a crash between them
+(failpoint `retire.before-prune`) leaves Z retired, and the re-run's retirement is a no-op. The failpoints
+`prune.after-rewrite`, `prune.after-commit` and `prune.after-log` mark the boundaries of each log's rewrite
+(`@n` for the n-th log), `prune.before-vectors` the one before phase 2.
 """
 
 from __future__ import annotations
@@ -63,6 +68,9 @@ def retire(
     if dry_run:
         return RetirementOutcome(would_retire, _report(plan))
     retired = topology.retire_location(catalog, name, reason=reason)
+    # Two operations: a crash between them leaves Z retired and unpruned, which the re-run (a no-op
+    # retirement on a retired location, then the pruning) completes (REP3).
+    hit("retire.before-prune")
     return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason))
 
 
@@ -206,6 +214,7 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
     if engine.store.is_local:
         for segment in log.rewrite:
             engine.store.remove(segment.path)
+    hit("prune.after-log")  # this log done; the next one's segment rows still hold Z
 
 
 def _prune_vectors(ctx: OperationContext, name: str) -> None:

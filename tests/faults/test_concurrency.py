@@ -85,9 +85,9 @@ def run_trials(rc: Replctl, trials: int) -> dict[str, int]:
     assert rc.json("topology", "validate")["ok"]
     assert rc.json("log", "verify")["ok"]
     ops = rc.json("ops", "list", "--limit", str(4 * trials))["operations"]
-    outcomes = [op["outcome"] for op in ops if op["command"].startswith("topology")]
-    assert outcomes.count("succeeded") == trials
-    assert outcomes.count("refused") == trials
+    journalled = [op["outcome"] for op in ops if op["command"].startswith("topology")]
+    assert journalled.count("succeeded") == trials
+    assert journalled.count("refused") == trials
     return {"trials": trials, "one_proceeded": trials, "other_exit_4": held}
 
 

@@ -11,20 +11,14 @@ same events per log in the same order, the same status (seq, CVV, DVV, progress,
 Child processes are the expensive part (each starts its own Spark): there is one world per command, a real
 SIGKILL at the boundaries where the most is left behind, and every other boundary crashed in-process
 (`REPLCTL_FAILPOINT_MODE=raise`: the same state left behind, at a fraction of the cost; the operation's own
-clean-up then releases its leases, so only the real kills exercise the takeover). The last test sums up.
+clean-up then releases its leases, so only the real kills exercise the takeover). The last test sums up;
+the harness (`killpoints.py`) is shared with `test_kill_points_maintenance.py` (compact, retire/prune) and
+`test_append_resume.py`, and the kill-point report at the end of the run counts them all.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,26 +26,27 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
-
-from replctl import failpoints
+from killpoints import (
+    REPORT,
+    Survived,
+    World,
+    crash_in_process,
+    kill_at,
+    lost_and_duplicated,
+    observe,
+    poison,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CHILD_TIMEOUT_S = 240
-
-
-def append(rc: Replctl, location: str, *keys: str) -> None:
-    args: list[str] = []
-    for key in keys:
-        args += ["--event", json.dumps({"key": key})]
-    rc("log", "append", location, *args)
+SUITE = "replicate, delete, recover, append"
 
 
 def build_append(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1")
+    rc.append("A", "a1")
 
 
 def build_replicate(rc: Replctl) -> None:
@@ -61,9 +56,9 @@ def build_replicate(rc: Replctl) -> None:
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "B", "C", "--both")
-    append(rc, "A", "a1", "a2")
-    append(rc, "A", "a3")
-    append(rc, "C", "c1")
+    rc.append("A", "a1", "a2")
+    rc.append("A", "a3")
+    rc.append("C", "c1")
     rc("delete", "A", "--upto", "1", expect=5)
 
 
@@ -71,8 +66,8 @@ def build_delete(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2")
-    append(rc, "A", "a3")
+    rc.append("A", "a1", "a2")
+    rc.append("A", "a3")
     rc("replicate")
 
 
@@ -81,11 +76,11 @@ def build_recover(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    append(rc, "A", "a1", "a2")
+    rc.append("A", "a1", "a2")
     rc("replicate")
-    append(rc, "B", "b1")
+    rc.append("B", "b1")
     rc("replicate")
-    append(rc, "A", "a3", "a4")
+    rc.append("A", "a3", "a4")
     rc("drill", "disaster", "A", "--from", "2")
 
 
@@ -135,48 +130,7 @@ CASES = [(*point, "kill") for point in KILL_POINTS] + [
     (*point, "raise") for point in CRASH_POINTS if point not in KILL_POINTS
 ]
 
-# An append is not idempotent: once its commit is in, re-running it appends again. The journal says so
-# (`ops show`: the step `append` is recorded), so the operator does not re-run; the check is then that the
-# kill lost nothing and that the lease does not stand in the way of the next command.
-NOT_RERUN = {("append", "operation.before-finish")}
-
-RESULTS: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-
-@dataclass
-class World:
-    """A copy of a story's world on disk: catalog file and store folder."""
-
-    root: Path
-
-    def tool(self) -> Replctl:
-        return Replctl(self.root)
-
-    def catalog_rows(self, sql: str) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.root / "catalog.db") as conn:
-            return list(conn.execute(sql))
-
-    def segment_dirs(self) -> set[str]:
-        """Every segment folder in the store, as a relative path."""
-        store = self.root / "logs"
-        return {f"{loc.name}/{seg.name}" for loc in store.iterdir() if loc.is_dir() for seg in loc.iterdir()}
-
-    def orphans(self) -> set[str]:
-        """Segment folders no committed row names: garbage that must never be read."""
-        return self.segment_dirs() - {path for (path,) in self.catalog_rows("SELECT path FROM segments")}
-
-
-def observe(rc: Replctl) -> dict[str, Any]:
-    """What a converged run is judged by: the status document and every log's events."""
-    status = rc.json("status")
-    logs = {loc["name"]: rc.json("log", "show", loc["name"]) for loc in status["locations"]}
-    return {"status": status, "logs": logs}
-
-
-def identities(logs: dict[str, Any]) -> dict[str, Counter[tuple[str, int]]]:
-    return {
-        name: Counter((e["origin"], e["origin_time"]) for e in doc["events"]) for name, doc in logs.items()
-    }
+RESULTS: dict[tuple[str, str, str], Survived] = {}
 
 
 @pytest.fixture(scope="module")
@@ -197,63 +151,6 @@ def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, di
     return built
 
 
-def run_killed(world: World, command: tuple[str, ...], failpoint: str) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a child process (its own session, so its JVM can be found), killed at `failpoint`."""
-    env = {
-        **os.environ,
-        "REPLCTL_DB": f"sqlite:///{world.root / 'catalog.db'}",
-        "REPLCTL_STORE": str(world.root / "logs"),
-        "REPLCTL_SPARK_MASTER": "local[1]",
-        "REPLCTL_CONFIG": "",
-        "REPLCTL_OUTPUT": "",
-        "REPLCTL_FAILPOINT": failpoint,
-    }
-    env.pop("REPLCTL_FAILPOINT_MODE", None)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "replctl", *command],
-        env=env,
-        cwd=world.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(timeout=CHILD_TIMEOUT_S)
-    finally:
-        _reap_group(child.pid)
-    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
-
-
-def _reap_group(pgid: int) -> None:
-    # The JVM notices its parent's death and exits; give it a moment, then make sure nothing lingers.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    os.killpg(pgid, signal.SIGKILL)
-
-
-def poison(world: World, orphans: set[str]) -> None:
-    """Overwrite every data file of the orphaned segments: reading one fails the re-run."""
-    for rel in orphans:
-        for path in (world.root / "logs" / rel).rglob("*"):
-            if path.is_file():
-                path.write_bytes(b"orphan: never to be read")
-
-
-def crash_in_process(world: World, command: tuple[str, ...], failpoint: str) -> None:
-    """The same command in this process, crashing at `failpoint` (FailpointCrash escapes every handler)."""
-    rc = world.tool()
-    rc.env = {**rc.env, "REPLCTL_FAILPOINT": failpoint, "REPLCTL_FAILPOINT_MODE": "raise"}
-    failpoints.reset()
-    with pytest.raises(failpoints.FailpointCrash):
-        rc(*command, expect=None)
-
-
 @pytest.mark.parametrize(("story", "failpoint", "mode"), CASES, ids=[f"{m}-{s}-{p}" for s, p, m in CASES])
 def test_a_command_crashed_at_a_step_boundary_converges_when_rerun_at_once(
     story: str,
@@ -264,58 +161,46 @@ def test_a_command_crashed_at_a_step_boundary_converges_when_rerun_at_once(
 ) -> None:
     template, expected = worlds[story]
     command = STORIES[story].command
-    world = World(tmp_path / "world")
-    shutil.copytree(template, world.root)
+    world = World.copy_of(template, tmp_path / "world")
 
     if mode == "kill":
-        killed = run_killed(world, command, failpoint)
-        assert killed.returncode == -signal.SIGKILL, (
-            f"{failpoint} was not reached: exit {killed.returncode}\n{killed.stdout}\n{killed.stderr}"
-        )
-        dead = world.catalog_rows("SELECT id FROM operations WHERE outcome = 'running'")
+        kill_at(world, command, failpoint)
+        dead = world.running_operations()
         assert len(dead) == 1  # the killed operation, journalled as still running
-        held = world.catalog_rows("SELECT resource FROM leases WHERE released_at IS NULL")
-        assert held  # and its lease left behind
+        assert world.held_leases()  # and its lease left behind
     else:
         crash_in_process(world, command, failpoint)
     orphans = world.orphans()
     poison(world, orphans)
 
+    # Every command re-runs, an append too: one interrupted after its commit is completed, not repeated.
     rc = world.tool()
-    rerun = (story, failpoint) not in NOT_RERUN
-    if rerun:
-        rc(*command, expect=STORIES[story].exit_code)
-    else:
-        # A command that takes the same lease goes through at once (here: a logical delete of nothing).
-        rc("delete", "A", "--upto", "0", "--logical")
+    rc(*command, expect=STORIES[story].exit_code)
     got = observe(rc)
     assert got["logs"] == expected["logs"]
     assert got["status"] == expected["status"]
     assert rc.json("log", "verify")["ok"]
-    assert world.catalog_rows("SELECT resource FROM leases WHERE released_at IS NULL") == []
+    assert world.held_leases() == []
     if mode == "kill":
         # The takeover journals the dead operation as failed, saying why.
-        op = rc.json("ops", "show", dead[0][0])["operation"]
+        op = rc.json("ops", "show", dead[0])["operation"]
         assert op["outcome"] == "failed"
         assert op["error"]["code"] == "holder-died"
 
-    want, have = identities(expected["logs"]), identities(got["logs"])
-    lost = sum((want[n] - have[n]).total() for n in want)
-    duplicated = sum(max(0, c - 1) for n in have for c in have[n].values())
-    RESULTS[(story, failpoint, mode)] = {"orphans": len(orphans), "lost": lost, "duplicated": duplicated}
-    print(
-        f"{mode} at {story}@{failpoint}: {len(orphans)} orphan segment(s) poisoned and never read, "
-        f"{'re-run converged' if rerun else 'committed state kept'}, lost {lost}, duplicated {duplicated}"
+    lost, duplicated = lost_and_duplicated(expected["logs"], got["logs"])
+    RESULTS[(story, failpoint, mode)] = case = Survived(
+        SUITE, story, failpoint, mode, len(orphans), lost, duplicated
     )
+    REPORT.add(case)
 
 
 def test_every_crash_point_was_survived_with_no_event_lost_or_duplicated() -> None:
     if len(RESULTS) < len(CASES):
         pytest.skip("sums up the crash-point tests; runs only after all of them")
-    kills = [r for (_, _, mode), r in RESULTS.items() if mode == "kill"]
-    lost = sum(r["lost"] for r in RESULTS.values())
-    duplicated = sum(r["duplicated"] for r in RESULTS.values())
-    orphans = sum(r["orphans"] for r in RESULTS.values())
+    kills = [r for r in RESULTS.values() if r.mode == "kill"]
+    lost = sum(r.lost for r in RESULTS.values())
+    duplicated = sum(r.duplicated for r in RESULTS.values())
+    orphans = sum(r.orphans for r in RESULTS.values())
     print(
         f"\nreal SIGKILLs {len(kills)}/{len(KILL_POINTS)} survived, in-process crashes "
         f"{len(RESULTS) - len(kills)}/{len(CASES) - len(KILL_POINTS)} survived, orphan segments poisoned "

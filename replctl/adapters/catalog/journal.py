@@ -81,6 +81,45 @@ class JournalQueries:
             ended_at=self._clock(),
         )
 
+    def find_operations(self, command: str, args: Mapping[str, str]) -> list[Operation]:
+        """Every operation of `command` whose args hold each of `args` (string values), newest first.
+
+        The args are matched in SQL (JSON extraction on SQLite and PostgreSQL alike), so only the matching
+        rows and their steps are read; there is no index on them, which suits a journal of operator-run
+        commands.
+        """
+        query = select(OPERATIONS).where(OPERATIONS.c.command == command)
+        for key, value in args.items():
+            query = query.where(OPERATIONS.c.args[key].as_string() == value)
+        rows = list(self._conn.execute(query.order_by(OPERATIONS.c.started_at.desc(), OPERATIONS.c.id)))
+        steps = self._steps([row.id for row in rows])
+        return [operation_from_row(row, steps.get(row.id, ())) for row in rows]
+
+    def complete_interrupted(self, operation_id: str, *, by: str) -> bool:
+        """Mark an operation that was interrupted after its work committed as `succeeded`, on behalf of `by`.
+
+        Operation `by` found the interrupted one's effect complete (an append re-run after a crash, REP3). The
+        interrupted operation gets the step `completed-by` naming `by` and keeping the error it ended with
+        (`holder-died` when its lease was taken over, absent while it was still journalled `running`).
+        Returns False, and changes nothing, unless it is `running` or `failed`.
+        """
+        op = self.operation(operation_id)
+        if op is None:
+            raise _unknown(operation_id)
+        unfinished = (Outcome.RUNNING.value, Outcome.FAILED.value)
+        # Conditional on the outcome read, so that a late finish of the interrupted operation itself wins.
+        changed = self._conn.execute(
+            OPERATIONS.update()
+            .where(OPERATIONS.c.id == operation_id, OPERATIONS.c.outcome == op.outcome.value)
+            .where(OPERATIONS.c.outcome.in_(unfinished))
+            .values(outcome=Outcome.SUCCEEDED.value, error=None, ended_at=op.ended_at or self._clock())
+        ).rowcount
+        if changed == 0:
+            return False
+        interrupted = dict(op.error) if op.error is not None else {"outcome": op.outcome.value}
+        self.record_step(operation_id, "completed-by", {"operation": by, "interrupted": interrupted})
+        return True
+
     def operations(self, limit: int = 50) -> list[Operation]:
         """The latest `limit` operations, newest first, each with its steps."""
         rows = list(
