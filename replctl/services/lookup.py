@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from replctl.adapters.catalog.repository import CatalogTransaction
-from replctl.core.model import Location
+from typing import TYPE_CHECKING
+
 from replctl.errors import UnknownName
+
+if TYPE_CHECKING:
+    # Types only: the CLI imports this module at start-up, and `--help` must not pay for SQLAlchemy.
+    from replctl.adapters.catalog.repository import CatalogTransaction
+    from replctl.core.model import Location
 
 
 def get_location(tx: CatalogTransaction, name: str) -> Location:

@@ -98,3 +98,19 @@ def test_report_imports_neither_pyspark_nor_alembic(env: dict[str, str], tmp_pat
         "py4j": False,
     }
     assert (tmp_path / "report.html").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args", [["--help"], ["location", "--help"], ["--version"]])
+def test_help_and_version_do_not_import_sqlalchemy(args: list[str], env: dict[str, str]) -> None:
+    # Help is typed most and must answer at once: SQLAlchemy alone costs about half a second to import.
+    probe = PROBE.replace('("pyspark", "alembic", "py4j")', '("sqlalchemy",)')
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == {"sqlalchemy": False}
