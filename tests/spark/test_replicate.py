@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from replctl.adapters.logstore import LogStore
-from replctl.adapters.spark.jobs import append_events, read_log, replicate_pass
+from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.adapters.spark.transforms import WIDE_VECTOR_KEYS
 from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, EnvironmentFailure
 
@@ -216,9 +217,11 @@ def test_bad_filter_is_refused_before_any_job(spark: Any, store: LogStore) -> No
 # --- against a direct reading of REP1 on random causal histories ---------------------------------------------
 
 
-def _history(rng: random.Random, steps: int) -> dict[str, list[dict[str, Any]]]:
-    """Logs of A..E after random local appends (EM1) and full replication runs (CF1, in source order)."""
-    names = ["A", "B", "C", "D", "E"]
+def _history(
+    rng: random.Random, steps: int, names: list[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Logs of `names` (A..E) after random local appends (EM1) and full replication runs (CF1, in source order)."""
+    names = names or ["A", "B", "C", "D", "E"]
     logs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     cvv = {n: VectorTime() for n in names}
     seq = dict.fromkeys(names, 0)
@@ -303,3 +306,66 @@ def test_pass_matches_a_literal_reading_of_rep1(spark: Any, store: LogStore, see
     ]
     assert result.written == len(expected_written)
     assert result.examined == result.written + result.skipped_causal + result.skipped_filter
+
+
+# --- wide vectors: more keys than one column each (transforms.is_wide) -------------------------------------------
+
+WIDE = ["A", "B", *[f"W{i:02d}" for i in range(WIDE_VECTOR_KEYS)]]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_pass_over_wide_vectors_matches_rep1_and_records_the_exact_lub(
+    spark: Any, store: LogStore, seed: int
+) -> None:
+    # Every location appends and replicates, so the source's vts hold more keys than WIDE_VECTOR_KEYS and the
+    # pass takes the lambda path; decisions, order and the segment's LUB must be those of REP1 read literally.
+    rng = random.Random(seed)
+    logs = _history(rng, 400, WIDE)
+    source = logs["A"]
+    assert len(VectorTime().merge(*[e["vt"] for e in source]).to_dict()) > WIDE_VECTOR_KEYS
+    target_cvv = VectorTime().merge(*[e["vt"] for e in logs["B"]])
+    src = _write_log(spark, store, "A", source)
+    out = store.new_segment_path("B", 1)
+    result = replicate_pass(
+        spark,
+        store,
+        _spec(
+            [src],
+            target_cvv=target_cvv.to_dict(),
+            filter_sql="key <> 'k2'",
+            target_seq=100,
+            out_rel=out,
+            source_keys=WIDE,
+        ),
+    )
+    expected, expected_progress, _ = _reference(source, 0, target_cvv, lambda e: e["key"] != "k2", [])
+    assert expected, "the history should leave the target something to receive"
+    by_seq = {e["seq"]: e for e in source}
+    assert result.progress == expected_progress
+    assert [(e["seq"], e["vt"]) for e in read_log(spark, store, [out])] == [
+        (100 + s, by_seq[s]["vt"]) for s in expected
+    ]
+    lub = VectorTime().merge(*[by_seq[s]["vt"] for s in expected]).to_dict()
+    assert result.segment == SegmentStats(len(expected), 100 + expected[0], 100 + expected[-1], lub)
+
+
+def test_a_wide_vector_key_outside_the_source_cvv_refuses_the_pass(spark: Any, store: LogStore) -> None:
+    vt = dict.fromkeys(WIDE, 1)
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, vt), _ev(2, "A", 2, {**vt, "A": 2, "Z": 1})])
+    out = store.new_segment_path("B", 1)
+    with pytest.raises(EnvironmentFailure, match="outside its CVV"):
+        replicate_pass(spark, store, _spec([src], out_rel=out, source_keys=WIDE))
+    assert not store.exists(out)
+
+
+def test_compacting_segments_of_wide_vectors_keeps_rows_and_the_exact_lub(
+    spark: Any, store: LogStore
+) -> None:
+    first = [_ev(1, "A", 1, {**dict.fromkeys(WIDE, 1), "A": 1}), _ev(2, "A", 2, {"A": 2, "W03": 7})]
+    second = [_ev(3, "B", 5, {"B": 5, "W15": 9})]
+    segments = [_write_log(spark, store, "A", first), _write_log(spark, store, "A", second)]
+    out = store.new_segment_path("A", 1)
+    stats = compact(spark, store, segments, out, keys=WIDE)
+    lub = VectorTime().merge(*[e["vt"] for e in first + second]).to_dict()
+    assert stats == SegmentStats(3, 1, 3, lub)
+    assert [e["seq"] for e in read_log(spark, store, [out])] == [1, 2, 3]

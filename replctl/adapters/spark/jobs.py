@@ -33,8 +33,10 @@ from replctl.adapters.spark.transforms import (
     SKIP_FILTER,
     admission_refused,
     classify,
+    classify_wide,
     emit,
     generated_inputs,
+    is_wide,
     renumber,
     with_vt_entries,
 )
@@ -229,10 +231,17 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         if spec.filter_sql is not None:
             validate_filter(spark, spec.filter_sql)
         keys = sorted(set(spec.source_keys))
+        wide = is_wide(keys)
         events = read_events(spark, store, spec.source_segments).where(F.col("seq") > F.lit(spec.progress))
-        classified = classify(
-            with_vt_entries(events, keys), keys=keys, target_cvv=spec.target_cvv, filter_sql=spec.filter_sql
-        )
+        if wide:
+            classified = classify_wide(events, target_cvv=spec.target_cvv, filter_sql=spec.filter_sql)
+        else:
+            classified = classify(
+                with_vt_entries(events, keys),
+                keys=keys,
+                target_cvv=spec.target_cvv,
+                filter_sql=spec.filter_sql,
+            )
         blocked_at = _admission_block(classified, spec) if spec.admission else None
         if blocked_at is not None:
             classified = classified.where(F.col("seq") < F.lit(blocked_at))
@@ -241,6 +250,15 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         # renumbers by a shift, so its range follows from theirs on the driver).
         scan = Observation("pass")
         written_row = F.col("decision") == CANDIDATE
+        # Wide vectors: the LUB comes from one aggregation over the new segment instead (see is_wide).
+        lub_aggregates = (
+            []
+            if wide
+            else [
+                *[F.max(F.when(written_row, F.col(f"_vt{i}"))).alias(f"lub{i}") for i in range(len(keys))],
+                F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+            ]
+        )
         examined = classified.observe(
             scan,
             F.count(F.lit(1)).alias("examined"),
@@ -250,13 +268,18 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             F.count_if(written_row).alias("written"),
             F.min(F.when(written_row, F.col("seq"))).alias("lo"),
             F.max(F.when(written_row, F.col("seq"))).alias("hi"),
-            *[F.max(F.when(written_row, F.col(f"_vt{i}"))).alias(f"lub{i}") for i in range(len(keys))],
-            F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+            *lub_aggregates,
         )
         written = renumber(examined.where(written_row), progress=spec.progress, target_seq=spec.target_seq)
         written.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(spec.out_rel))
         stats = scan.get
-        if stats["extra_keys"]:
+        if not stats["written"]:
+            lub: dict[str, int] = {}
+        elif wide:
+            lub = _lub_by_scan(read_events(spark, store, [spec.out_rel]))
+        else:
+            lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
+        if stats["extra_keys"] if not wide else set(lub) - set(keys):
             if store.is_local:
                 store.remove(spec.out_rel)
             raise EnvironmentFailure(
@@ -265,7 +288,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
                 code="inconsistent",
                 hint="run `replctl log verify` on the source location",
             )
-        segment = _written_segment(store, spec, keys, stats)
+        segment = _written_segment(store, spec, stats, lub)
     count = int(stats["examined"] or 0)
     return PassResult(
         examined=count,
@@ -279,7 +302,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
 
 
 def _written_segment(
-    store: LogStore, spec: PassSpec, keys: Sequence[str], stats: Mapping[str, Any]
+    store: LogStore, spec: PassSpec, stats: Mapping[str, Any], lub: dict[str, int]
 ) -> SegmentStats | None:
     """The statistics of the pass's new segment from its observation; no segment is left when it is empty."""
     if not stats["written"]:
@@ -287,7 +310,6 @@ def _written_segment(
             store.remove(spec.out_rel)
         return None
     shift = spec.target_seq - spec.progress  # transforms.renumber
-    lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
     return SegmentStats(int(stats["written"]), int(stats["lo"]) + shift, int(stats["hi"]) + shift, lub)
 
 
@@ -348,6 +370,7 @@ def rewrite_from(
     with spark_failures("rewriting a segment"):
         events = read_events(spark, store, [segment_path])
         keys = list(keys) if keys is not None else _vt_keys(events)
+        wide = is_wide(keys)
         cut = F.col("seq") < F.lit(keep_from_seq)
         dropped_obs = Observation("dropped")
         observed = events.observe(
@@ -355,16 +378,27 @@ def rewrite_from(
             F.count_if(cut).alias("count"),
             F.min(F.when(cut, F.col("seq"))).alias("lo"),
             F.max(F.when(cut, F.col("seq"))).alias("hi"),
-            *[F.max(F.when(cut, F.element_at("vt", F.lit(k)))).alias(f"lub{i}") for i, k in enumerate(keys)],
-            extra_keys_column(keys, where=cut),
+            # Wide vectors: the dropped part's LUB is one aggregation of its own below (see is_wide).
+            *(
+                []
+                if wide
+                else [
+                    *[
+                        F.max(F.when(cut, F.element_at("vt", F.lit(k)))).alias(f"lub{i}")
+                        for i, k in enumerate(keys)
+                    ],
+                    extra_keys_column(keys, where=cut),
+                ]
+            ),
         )
         kept = write_segment(spark, store, observed.where(~cut), out_rel, keys)
         d = dropped_obs.get
         dropped: SegmentStats | None = None
         if d["count"]:
-            lub = {k: int(d[f"lub{i}"]) for i, k in enumerate(keys) if d[f"lub{i}"]}
-            if d["extra_keys"]:
+            if wide or d["extra_keys"]:
                 lub = _lub_by_scan(events.where(cut))
+            else:
+                lub = {k: int(d[f"lub{i}"]) for i, k in enumerate(keys) if d[f"lub{i}"]}
             dropped = SegmentStats(int(d["count"]), int(d["lo"]), int(d["hi"]), lub)
     return RewriteResult(kept=kept, dropped=dropped)
 
@@ -389,7 +423,8 @@ def write_segment(
     directory is an orphan that no catalog row names, and is collected).
     """
     keys = sorted(set(keys))
-    if not entries_ready:
+    wide = is_wide(keys)
+    if not entries_ready and not wide:
         events = with_vt_entries(events, keys)
     wrote = Observation("written")
     observed = events.observe(
@@ -397,8 +432,15 @@ def write_segment(
         F.count(F.lit(1)).alias("count"),
         F.min("seq").alias("lo"),
         F.max("seq").alias("hi"),
-        *[F.max(f"_vt{i}").alias(f"lub{i}") for i in range(len(keys))],
-        F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+        # Wide vectors: no per-key aggregates; the LUB is taken from the new segment below (see is_wide).
+        *(
+            []
+            if wide
+            else [
+                *[F.max(f"_vt{i}").alias(f"lub{i}") for i in range(len(keys))],
+                F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+            ]
+        ),
     )
     observed.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(out_rel))
     stats = wrote.get
@@ -406,9 +448,10 @@ def write_segment(
         if store.is_local:
             store.remove(out_rel)
         return None
-    lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
-    if stats["extra_keys"]:
+    if wide or stats["extra_keys"]:
         lub = _lub_by_scan(read_events(spark, store, [out_rel]))
+    else:
+        lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
     return SegmentStats(int(stats["count"]), int(stats["lo"]), int(stats["hi"]), lub)
 
 
