@@ -9,6 +9,7 @@ import pytest
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, replicate_pass
 from replctl.adapters.spark.results import PassSpec
+from replctl.adapters.spark.transforms import WIDE_VECTOR_KEYS
 from replctl.adapters.spark.verify import verify_log
 from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
@@ -128,3 +129,20 @@ def test_segment_disagreements_and_seq_order(spark: Any, store: LogStore) -> Non
     assert any(v.code == "SEG" and "missing" in v.message for v in found)
     assert not any(v.code in {"I1", "I2", "I3"} for v in found)
     assert all("beyond" not in v.message for v in found)  # the largest stored seq is the catalog's seq
+
+
+def test_a_log_of_wide_vectors_verifies_and_its_segment_lubs_are_compared(
+    spark: Any, store: LogStore
+) -> None:
+    # More keys than WIDE_VECTOR_KEYS: the per-segment LUBs come from the exploded entries (verify._wide_lubs).
+    keys = [f"W{i:02d}" for i in range(WIDE_VECTOR_KEYS + 2)]
+    base = dict.fromkeys(keys, 1)
+    rows = [(1, "X", 1, {**base, "X": 1}), (2, "X", 2, {**base, "X": 2, "W05": 4})]
+    seg = _write(spark, store, "X", rows)
+    lub = VectorTime({**base, "X": 2, "W05": 4})
+    args: dict[str, Any] = {"seq": 2, "cvv": lub.to_dict(), "dvv": {}, "baseline": {}}
+    good = [Segment(1, "X", seg, 1, 2, 2, lub)]
+    assert verify_log(spark, store, [seg], segments_meta=good, **args) == []
+    wrong = [Segment(1, "X", seg, 1, 2, 2, lub.merge({"W05": 5}))]
+    found = verify_log(spark, store, [seg], segments_meta=wrong, **args)
+    assert [v.code for v in found] == ["SEG"]

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from replctl.adapters.spark.results import InvariantViolation
 from replctl.adapters.spark.schema import extra_keys_column, lub_columns, read_events, vector_literal
 from replctl.adapters.spark.session import spark_failures
-from replctl.adapters.spark.transforms import covered_by
+from replctl.adapters.spark.transforms import covered_by, is_wide
 from replctl.core.vectortime import VectorTime
 
 if TYPE_CHECKING:
@@ -72,7 +72,12 @@ def verify_log(
 def _segment_summaries(
     events: DataFrame, *, keys: list[str], cvv: Mapping[str, int], seq: int
 ) -> dict[str, dict[str, Any]]:
-    """One aggregation: per segment its count, seq range, vt LUB over `keys`, and the first offending seqs."""
+    """One aggregation: per segment its count, seq range, vt LUB over `keys`, and the first offending seqs.
+
+    Wide vectors (`transforms.is_wide`) get their LUBs from a second aggregation over the exploded entries
+    instead of one aggregate per key, which would make the stage's code too large for the JVM to compile.
+    """
+    wide = is_wide(keys)
     rows = (
         events.groupBy("segment")
         .agg(
@@ -81,17 +86,32 @@ def _segment_summaries(
             F.max("seq").alias("hi"),
             F.min(F.when(~covered_by(F.col("vt"), vector_literal(cvv)), F.col("seq"))).alias("beyond_cvv"),
             F.min(F.when(F.col("seq") > F.lit(seq), F.col("seq"))).alias("beyond_seq"),
-            extra_keys_column(keys),
-            *lub_columns(keys),
+            *([] if wide else [extra_keys_column(keys), *lub_columns(keys)]),
         )
         .collect()
     )
+    wide_lubs = _wide_lubs(events) if wide else {}
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
         summary = row.asDict()
-        summary["lub"] = {k: int(summary[f"lub{i}"]) for i, k in enumerate(keys) if summary[f"lub{i}"]}
-        out[str(row["segment"])] = summary
+        segment = str(row["segment"])
+        if wide:
+            summary["lub"] = wide_lubs.get(segment, {})
+            summary["extra_keys"] = len(set(summary["lub"]) - set(keys))
+        else:
+            summary["lub"] = {k: int(summary[f"lub{i}"]) for i, k in enumerate(keys) if summary[f"lub{i}"]}
+        out[segment] = summary
     return out
+
+
+def _wide_lubs(events: DataFrame) -> dict[str, dict[str, int]]:
+    """Per segment, the LUB of its vts (VT4) over every key they hold: one aggregation of the exploded entries."""
+    rows = events.select("segment", F.explode("vt")).groupBy("segment", "key").agg(F.max("value").alias("v"))
+    lubs: dict[str, dict[str, int]] = {}
+    for r in rows.collect():
+        if r["v"]:
+            lubs.setdefault(str(r["segment"]), {})[str(r["key"])] = int(r["v"])
+    return lubs
 
 
 def _stored_lub(events: DataFrame, per_segment: Mapping[str, Mapping[str, Any]]) -> VectorTime:
