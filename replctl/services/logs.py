@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
@@ -47,16 +48,7 @@ class AppendSource:
         if self.generate is not None:
             sha.update(f"generate:{self.generate}:{self.seed}".encode())
         elif self.parquet is not None:
-            sha.update(b"parquet:")
-            root = Path(self.parquet)
-            files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
-            for path in files:
-                sha.update(path.relative_to(root).as_posix().encode() if root.is_dir() else b"")
-                sha.update(b"\0")
-                with path.open("rb") as handle:
-                    for chunk in iter(lambda: handle.read(1 << 20), b""):
-                        sha.update(chunk)
-                sha.update(b"\0")
+            sha.update(b"parquet:" + str(localfiles.digest(Path(self.parquet))).encode())
         else:
             rows = [event.as_row() for event in self.events]
             canonical = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

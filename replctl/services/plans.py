@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from replctl import localfiles
 from replctl.errors import InvalidInput, Refused
 
 PLAN_FORMAT = "replctl-plan/1"
@@ -135,40 +134,17 @@ def new_plan(
 def digest(path: Path) -> str | None:
     """The sha256 of a file, or of a folder's files (a Parquet dataset: names and contents); None if missing."""
     try:
-        if path.is_dir():
-            whole = hashlib.sha256()
-            for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                whole.update(file.relative_to(path).as_posix().encode() + b"\0")
-                whole.update(_file_digest(file).encode() + b"\n")
-            return whole.hexdigest()
-        if path.is_file():
-            return _file_digest(path)
+        return localfiles.digest(path)
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", code="bad-file") from exc
-    return None
-
-
-def _file_digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()
 
 
 def write_plan(path: Path, plan: Plan) -> None:
     """Write the plan file atomically: a reader sees the old file or the whole new one, never a part."""
     text = json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n"
-    # Next to the target, so the rename stays on one file system; "x" respects the umask, unlike mkstemp.
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with temporary.open("x", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(path)
+        localfiles.write_atomically(path, text)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise InvalidInput(
             f"cannot write the plan to {path}: {exc.strerror}",
             code="bad-plan-out",

@@ -7,9 +7,6 @@ drawn by `replctl.report_page`; this module gathers the document and writes the 
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
+from replctl.localfiles import write_atomically
 
 RECENT_OPERATIONS = 20
 
@@ -71,34 +69,6 @@ def check_target(path: Path) -> Path:
     return target
 
 
-def write_atomically(target: Path, text: str) -> int:
-    """Write `text` (UTF-8) to `target` through a temporary file in the same folder and `os.replace`.
-
-    A reader (a browser refreshing, a file share syncing) sees the old report or the new one, never half of
-    one. Returns the size in bytes.
-    """
-    data = text.encode("utf-8")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except PermissionError as exc:
-        raise InvalidInput(f"cannot write the report to {target}: {exc.strerror}", code="bad-path") from exc
-    except OSError as exc:
-        raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        # mkstemp creates the file private (0600); a report is meant to be shared like any file the user writes.
-        Path(tmp).chmod(0o644)
-        Path(tmp).replace(target)  # os.replace: atomic within one file system
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
-    return len(data)
-
-
 def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
     """Write the HTML report to `path`; returns what `report --json` prints after `"ok": true`.
 
@@ -108,7 +78,12 @@ def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS)
 
     target = check_target(path)
     doc = collect(catalog, recent=recent)
-    size = write_atomically(target, render_page(doc))
+    try:
+        size = write_atomically(target, render_page(doc))
+    except PermissionError as exc:
+        raise InvalidInput(f"cannot write the report to {target}: {exc.strerror}", code="bad-path") from exc
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
     connections = doc["connections"]
     return {
         "path": str(target),

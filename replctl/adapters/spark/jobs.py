@@ -279,7 +279,8 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             lub = _lub_by_scan(read_events(spark, store, [spec.out_rel]))
         else:
             lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
-        if stats["extra_keys"] if not wide else set(lub) - set(keys):
+        outside_keys = bool(set(lub) - set(keys)) if wide else bool(stats["extra_keys"])
+        if outside_keys:
             if store.is_local:
                 store.remove(spec.out_rel)
             raise EnvironmentFailure(
