@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
@@ -24,8 +25,14 @@ EVENT_DDL = (
 )
 
 
-def _write_log(spark: Any, store: LogStore, location: str, events: list[dict[str, Any]]) -> str:
-    """Store already-numbered events as one segment (a source log built by hand)."""
+def _write_log(
+    spark: Any, store: LogStore, location: str, events: list[dict[str, Any]], *, reverse_keys: bool = False
+) -> str:
+    """Store already-numbered events as one segment (a source log built by hand).
+
+    `reverse_keys` stores every vt's keys in descending order, as no replctl writer does, so that the pass
+    must read them key by key instead of by position (`schema.vt_entries`).
+    """
     rel = store.new_segment_path(location, events[0]["seq"])
     rows = [
         (
@@ -41,8 +48,15 @@ def _write_log(spark: Any, store: LogStore, location: str, events: list[dict[str
         )
         for e in events
     ]
-    spark.createDataFrame(rows, EVENT_DDL).write.parquet(store.uri(rel))
+    frame = spark.createDataFrame(rows, EVENT_DDL)
+    if reverse_keys:
+        frame = frame.withColumn("vt", F.map_from_entries(F.array_sort(F.map_entries("vt"), _descending)))
+    frame.write.parquet(store.uri(rel))
     return rel
+
+
+def _descending(left: Any, right: Any) -> Any:
+    return F.when(left["key"] > right["key"], -1).when(left["key"] < right["key"], 1).otherwise(0)
 
 
 def _spec(segments: list[str], **kw: Any) -> PassSpec:
@@ -267,8 +281,10 @@ def _reference(
     return written, new_progress, None
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_pass_matches_a_literal_reading_of_rep1(spark: Any, store: LogStore, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "reverse_keys"), [(0, False), (1, False), (2, True), (3, True)])
+def test_pass_matches_a_literal_reading_of_rep1(
+    spark: Any, store: LogStore, seed: int, reverse_keys: bool
+) -> None:
     rng = random.Random(seed)
     logs = _history(rng, 60)
     source_name, target_name = "A", "B"
@@ -278,7 +294,7 @@ def test_pass_matches_a_literal_reading_of_rep1(spark: Any, store: LogStore, see
     target_cvv = VectorTime().merge(*[e["vt"] for e in logs[target_name]])
     progress = rng.randrange(0, max(1, len(source) // 2))
     admission = ["B", "C"]
-    src = _write_log(spark, store, source_name, source)
+    src = _write_log(spark, store, source_name, source, reverse_keys=reverse_keys)
     out = store.new_segment_path(target_name, 1)
     result = replicate_pass(
         spark,
@@ -306,6 +322,9 @@ def test_pass_matches_a_literal_reading_of_rep1(spark: Any, store: LogStore, see
     ]
     assert result.written == len(expected_written)
     assert result.examined == result.written + result.skipped_causal + result.skipped_filter
+    if result.segment is not None:
+        expected_lub = VectorTime().merge(*[by_seq[s]["vt"] for s in expected_written]).to_dict()
+        assert result.segment.vt_lub == expected_lub
 
 
 # --- wide vectors: more keys than one column each (transforms.is_wide) -------------------------------------------

@@ -25,6 +25,7 @@ from replctl.adapters.spark.schema import (
     INPUT_COLUMNS,
     extra_keys_column,
     read_events,
+    vt_entries,
 )
 from replctl.adapters.spark.session import spark_failures
 from replctl.adapters.spark.transforms import (
@@ -242,7 +243,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
                 target_cvv=spec.target_cvv,
                 filter_sql=spec.filter_sql,
             )
-        blocked_at = _admission_block(classified, spec) if spec.admission else None
+        blocked_at = _admission_block(classified, spec, None if wide else keys) if spec.admission else None
         if blocked_at is not None:
             classified = classified.where(F.col("seq") < F.lit(blocked_at))
         # One observation over every examined row, with the write's statistics as conditional aggregates:
@@ -314,16 +315,17 @@ def _written_segment(
     return SegmentStats(int(stats["written"]), int(stats["lo"]) + shift, int(stats["hi"]) + shift, lub)
 
 
-def _admission_block(classified: DataFrame, spec: PassSpec) -> int | None:
+def _admission_block(classified: DataFrame, spec: PassSpec, keys: Sequence[str] | None) -> int | None:
     """The seq of the first candidate the admission check blocks (RFC2, REP1 (3)), or None.
 
     REP1 (3) compares vt|P with CVV-Y as it grows during the pass, but its P-part never grows: an event is
     written only if vt|P ≤ CVV-Y|P, so merging its vt leaves CVV-Y|P unchanged, and by induction CVV-Y|P is
     the value at the start of the pass for every event of it. So no prefix maximum over earlier writes is
     needed: the first blocked event is the smallest candidate seq with vt|P ≰ CVV-Y|P, one aggregation over
-    the classified events. It runs before the write because the write must stop at it.
+    the classified events. It runs before the write because the write must stop at it. `keys` are those of
+    `with_vt_entries` when the events carry them (None on the wide path).
     """
-    refused = (F.col("decision") == CANDIDATE) & admission_refused(spec.admission, spec.target_cvv)
+    refused = (F.col("decision") == CANDIDATE) & admission_refused(spec.admission, spec.target_cvv, keys)
     first = classified.agg(F.min(F.when(refused, F.col("seq"))).alias("blocked")).first()
     return None if first is None or first["blocked"] is None else int(first["blocked"])
 
@@ -370,7 +372,7 @@ def rewrite_from(
     """
     with spark_failures("rewriting a segment"):
         events = read_events(spark, store, [segment_path])
-        keys = list(keys) if keys is not None else _vt_keys(events)
+        keys = sorted(set(keys)) if keys is not None else _vt_keys(events)
         wide = is_wide(keys)
         cut = F.col("seq") < F.lit(keep_from_seq)
         dropped_obs = Observation("dropped")
@@ -384,10 +386,7 @@ def rewrite_from(
                 []
                 if wide
                 else [
-                    *[
-                        F.max(F.when(cut, F.element_at("vt", F.lit(k)))).alias(f"lub{i}")
-                        for i, k in enumerate(keys)
-                    ],
+                    *[F.max(F.when(cut, entry)).alias(f"lub{i}") for i, entry in enumerate(vt_entries(keys))],
                     extra_keys_column(keys, where=cut),
                 ]
             ),

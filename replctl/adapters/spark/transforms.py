@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.schema import vector_literal, vt_entry
+from replctl.adapters.spark.schema import stored_vector, vector_literal, vt_entries, vt_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,11 +30,12 @@ def emit(inputs: DataFrame, *, location: str, start_seq: int, cvv: Mapping[str, 
 
     Every row gets vt = CVV ⊔ {location: seq}: the same base CVV serves the whole batch because event i's own
     entry already dominates every earlier event of the batch, so the batch is a causal chain as EM1 demands.
+    The vt's keys are written sorted (`schema.stored_vector`), zero entries dropped (VT1).
     """
     seq = F.lit(start_seq).cast("bigint") + F.col("i")
-    others = {k: v for k, v in cvv.items() if k != location}
-    own = F.greatest(seq, F.lit(int(cvv.get(location, 0))).cast("bigint"))
-    vt = F.map_concat(vector_literal(others), F.create_map(F.lit(location), own))
+    entries = {k: F.lit(int(v)).cast("bigint") for k, v in cvv.items() if k != location and int(v)}
+    entries[location] = F.greatest(seq, F.lit(int(cvv.get(location, 0))).cast("bigint"))
+    vt = stored_vector(entries)
     return inputs.select(
         seq.alias("seq"),
         F.lit(location).alias("origin"),
@@ -84,10 +85,11 @@ def with_vt_entries(events: DataFrame, keys: Sequence[str]) -> DataFrame:
     """Add `_vt0`, `_vt1`, ... = vt[k] for each k of `keys` (NULL when absent) and `_vt_other`, the number of
     vt keys outside `keys`.
 
-    The lookups run once per row in a code-generated projection and are shared by the causality check and by
-    the statistics of the write; `keys` are the keys the vts are expected to hold (CVV-X for X's events).
+    The lookups (`schema.vt_entries`: by position when a vt holds exactly `keys`) run once per row in a
+    code-generated projection and are shared by the causality check, the admission check and the statistics
+    of the write; `keys` are the keys the vts are expected to hold (CVV-X for X's events), sorted.
     """
-    entries = [F.element_at(F.col("vt"), F.lit(k)).alias(f"_vt{i}") for i, k in enumerate(keys)]
+    entries = [entry.alias(f"_vt{i}") for i, entry in enumerate(vt_entries(keys))]
     present: Column = F.lit(0)
     for i in range(len(keys)):
         present = present + F.col(f"_vt{i}").isNotNull().cast("int")
@@ -104,13 +106,11 @@ def classify(
     (`covered_by`) in the same expression would cost even on rows that never reach it (measured: the pass
     spent about twice the CPU of a plain copy), so a vt with a key outside `keys` is classified as not
     covered here and reported by `_vt_other`; the caller refuses such a pass rather than trust it.
+    No separate test of the vt's own entry comes first: it would search the vt's keys once more per row,
+    which costs more than the conjunction over entries already read.
     A filter that evaluates to NULL rejects the event (a filter admits only what it affirms).
     """
-    # vt ≤ CVV-Y needs vt[origin] ≤ CVV-Y[origin]: one lookup that settles most new events (their own entry
-    # is ahead of the target), so the conjunction over every key runs mostly for the duplicates.
-    own = F.coalesce(F.element_at(F.col("vt"), F.col("origin")), F.lit(0))
-    causal: Column = own <= F.coalesce(F.element_at(vector_literal(target_cvv), F.col("origin")), F.lit(0))
-    causal = causal & (F.col("_vt_other") == 0)
+    causal: Column = F.col("_vt_other") == 0
     for i, k in enumerate(keys):
         causal = causal & (F.coalesce(F.col(f"_vt{i}"), F.lit(0)) <= F.lit(int(target_cvv.get(k, 0))))
     decision = F.when(causal, F.lit(SKIP_CAUSAL))
@@ -149,14 +149,19 @@ def classify_wide(events: DataFrame, *, target_cvv: Mapping[str, int], filter_sq
     return events.withColumn("decision", decision.otherwise(F.lit(CANDIDATE)))
 
 
-def admission_refused(admission: Sequence[str], target_cvv: Mapping[str, int]) -> Column:
+def admission_refused(
+    admission: Sequence[str], target_cvv: Mapping[str, int], keys: Sequence[str] | None = None
+) -> Column:
     """RFC2 / REP1 (3): vt|P ≰ CVV-Y, i.e. the event depends on an event of Y's side that Y lacks.
 
     P is small and known, so this is a conjunction over P's keys (VT1: a missing key is 0), not a lambda.
+    With `keys`, the events carry `with_vt_entries(keys)` and P's entries among them are read from there.
     """
+    index = {k: i for i, k in enumerate(keys or ())}
     refused = F.lit(False)
     for k in sorted(set(admission)):
-        refused = refused | (vt_entry(k) > F.lit(int(target_cvv.get(k, 0))).cast("bigint"))
+        entry = F.coalesce(F.col(f"_vt{index[k]}"), F.lit(0).cast("bigint")) if k in index else vt_entry(k)
+        refused = refused | (entry > F.lit(int(target_cvv.get(k, 0))).cast("bigint"))
     return refused
 
 
