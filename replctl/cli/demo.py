@@ -107,6 +107,7 @@ def _quote(arg: str) -> str:
 
 
 def demo(
+    ctx: typer.Context,
     directory: Annotated[
         Path | None,
         typer.Option("--dir", help="Folder for the demo's catalog and logs (default: a new one)."),
@@ -114,6 +115,11 @@ def demo(
 ) -> None:
     """Run the whole story on the embedded defaults (SQLite, local files, local Spark), narrated."""
     from replctl.cli import app
+    from replctl.cli.boundary import Effect, run
+
+    if ctx.obj is not None and ctx.obj.plan_out is not None:
+        # The story runs many commands for real in its own folder: there is no one plan to review.
+        run(ctx, lambda _app: None, effect=Effect.UNPLANNED)
 
     folder = directory or Path(tempfile.mkdtemp(prefix="replctl-demo-"))
     folder.mkdir(parents=True, exist_ok=True)

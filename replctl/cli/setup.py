@@ -11,6 +11,7 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
+from replctl.errors import InvalidInput
 
 db_app = typer.Typer(help="Catalog schema migrations (Alembic).", no_args_is_help=True)
 config_app = typer.Typer(help="Resolved configuration.", no_args_is_help=True)
@@ -129,9 +130,21 @@ def status(
         else:
             render_status(stdout(), out)
 
-    if watch is not None:
+    app: AppContext = ctx.obj
+    if watch is not None and app.json:
+        run(ctx, _refuse_watch_json)
+    # Under --plan-out, `run` refuses the read-only command before anything is drawn.
+    if watch is not None and not app.planning:
         _watch(ctx, watch)
     run(ctx, action, render)
+
+
+def _refuse_watch_json(_app: AppContext) -> None:
+    raise InvalidInput(
+        "--watch redraws a text display and cannot be combined with --json",
+        code="bad-option",
+        hint="drop --watch, or poll `replctl --json status` from the script",
+    )
 
 
 def _watch(ctx: typer.Context, seconds: float) -> None:

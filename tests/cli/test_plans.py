@@ -267,7 +267,7 @@ def test_plan_out_on_a_command_that_changes_nothing_exits_2(
     assert not path.exists()
 
 
-@pytest.mark.parametrize("command", [("init",), ("db", "upgrade"), ("apply", "x.json")])
+@pytest.mark.parametrize("command", [("init",), ("db", "upgrade"), ("apply", "x.json"), ("demo",)])
 def test_plan_out_on_a_command_without_a_dry_run_exits_2(
     rc: Replctl, tmp_path: Path, command: tuple[str, ...]
 ) -> None:
