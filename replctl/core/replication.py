@@ -6,12 +6,13 @@ past the progress, or every new segment's vt LUB already ≤ CVV-Y (all would be
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment
 from replctl.core.startrule import start_rule
-from replctl.core.vectortime import lub
+from replctl.core.vectortime import VectorTime, lub
 
 
 class PassAction(StrEnum):
@@ -70,6 +71,25 @@ def plan_pass(
         if fresh:
             return PassPlan(PassAction.COPY, activate, fresh, max(s.seq_hi for s in fresh))
     return _read_plan(target, conn, segments, activate=activate)
+
+
+def admission_to_check(
+    projection: Iterable[str], segments: Iterable[Segment], conn: Connection, target_cvv: VectorTime
+) -> tuple[str, ...]:
+    """RFC2's projection P as the pass must check it, or () when no event it reads can be blocked.
+
+    REP1 (3) blocks an event e only if vt(e)|P ≰ CVV-Y. Every vt of a segment is ≤ the segment's LUB (VT4),
+    and during a pass CVV-Y|P does not grow (`jobs._admission_block`), so when the LUB of the segments the
+    pass reads, projected on P, is ≤ CVV-Y, no event can block and the check (one more scan of the source)
+    is skipped. The test is exact over those segments: a LUB|P ≰ CVV-Y names a key whose largest entry,
+    held by some event of them, is ahead of Y. Only events past the progress are read, so it may keep a
+    check that turns out to block nothing, never drop one that would block.
+    """
+    keys = tuple(sorted(set(projection)))
+    if not keys:
+        return ()
+    read = lub(s.vt_lub for s in segments if s.seq_hi > conn.progress)
+    return keys if not read.project(keys) <= target_cvv else ()
 
 
 def copies_exactly(source: Location, target: Location, conn: Connection) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core.model import Connection, ConnectionState
-from replctl.core.replication import PassAction, plan_pass
+from replctl.core.replication import PassAction, admission_to_check, plan_pass
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, UnknownName
@@ -89,7 +89,12 @@ def run_pass(
         source, target = get_location(tx, source_name), get_location(tx, target_name)
         segments = tx.segments(source_name)
         target_segments = tx.segments(target_name)
-        admission = sorted(admission_projection(load_state(tx), source_name, target_name))
+        # RFC2: only a projection that some event the pass reads can exceed costs a scan (and rules out the copy).
+        admission = list(
+            admission_to_check(
+                admission_projection(load_state(tx), source_name, target_name), segments, conn, target.cvv
+            )
+        )
     plan = plan_pass(
         source,
         target,
