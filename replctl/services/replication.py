@@ -89,12 +89,9 @@ def run_pass(
         source, target = get_location(tx, source_name), get_location(tx, target_name)
         segments = tx.segments(source_name)
         target_segments = tx.segments(target_name)
+        projection = sorted(admission_projection(load_state(tx), source_name, target_name))
         # RFC2: only a projection that some event the pass reads can exceed costs a scan (and rules out the copy).
-        admission = list(
-            admission_to_check(
-                admission_projection(load_state(tx), source_name, target_name), segments, conn, target.cvv
-            )
-        )
+        admission = list(admission_to_check(projection, segments, conn, target.cvv))
     plan = plan_pass(
         source,
         target,
@@ -145,6 +142,8 @@ def run_pass(
             source_keys=sorted(source.cvv),
         ),
     )
+    if projection and not admission:
+        _check_skipped_admission(engine, out_rel, result.segment, projection, target.cvv)
     hit("replicate.after-write")  # segment files written, catalog not yet: they must stay unread
     with ctx.transaction() as tx:
         current_target = get_location(tx, target_name)
@@ -190,6 +189,25 @@ def run_pass(
         blocked_at=result.blocked_at,
         progress=result.progress,
         reason=reason,
+    )
+
+
+def _check_skipped_admission(
+    engine: Engine, out_rel: str, segment: Any, projection: list[str], target_cvv: VectorTime
+) -> None:
+    """The admission check was skipped on the source's segment rows (`admission_to_check`); the written
+    segment's LUB, gathered by the pass anyway, confirms it. Should the rows have understated a LUB, the
+    written events are never committed: nothing reaches the target that RFC2 would have held back.
+    """
+    if segment is None or VectorTime(segment.vt_lub).project(projection) <= target_cvv:
+        return
+    if engine.store.is_local:
+        engine.store.remove(out_rel)
+    raise EnvironmentFailure(
+        "the source's segment rows understate the vector clocks of its events (the catalog and the store "
+        "disagree); nothing was replicated",
+        code="inconsistent",
+        hint="run `replctl log verify` on the source location",
     )
 
 

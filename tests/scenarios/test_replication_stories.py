@@ -144,6 +144,36 @@ def test_a_redundant_group_blocks_an_event_whose_group_part_is_ahead_until_the_g
     verify_all(rc)
 
 
+def test_a_skipped_admission_check_still_holds_back_what_understated_segment_rows_hide(rc: Replctl) -> None:
+    # The pass skips RFC2's check when the source's segment rows show no event ahead of the target in the
+    # group part. Rows that understate a LUB (the catalog and the store disagree) must not let an event through:
+    # the written segment's LUB gives them away and nothing is committed.
+    group_with_outside_location(rc)
+    rc.append("A", "g")
+    rc("replicate", "A", "D")
+    rc.append("D", "d1")  # d1 depends on g
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(rc.db_url)
+    with engine.begin() as conn:
+        for seg_id, raw in conn.execute(text("SELECT id, vt_lub FROM segments WHERE location = 'D'")).all():
+            lub = json.loads(raw) if isinstance(raw, str) else raw
+            understated = {k: v for k, v in lub.items() if k not in ("A", "B")}
+            conn.execute(
+                text("UPDATE segments SET vt_lub = :v WHERE id = :id"),
+                {"v": json.dumps(understated), "id": seg_id},
+            )
+    engine.dispose()
+    out = rc("replicate", "D", "B", expect=6)
+    assert out.stderr.splitlines()[0] == (
+        "error: the source's segment rows understate the vector clocks of its events (the catalog and the "
+        "store disagree); nothing was replicated"
+    )
+    assert rc.keys("B") == []
+    b_to_d = next(c for c in rc.json("status")["connections"] if (c["source"], c["target"]) == ("D", "B"))
+    assert b_to_d["progress"] == 0
+
+
 def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
     rc: Replctl, monkeypatch: pytest.MonkeyPatch
 ) -> None:

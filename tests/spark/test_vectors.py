@@ -22,6 +22,8 @@ VTS = {
     "one key more": "map('A', 1, 'B', 2, 'C', 3, 'D', 4)",
     "the same count, one key outside": "map('A', 1, 'B', 2, 'D', 4)",
     "empty": "map()",
+    "a NULL value": "map('A', 1, 'B', NULL, 'C', 3)",
+    "no vt at all": "NULL",
 }
 
 
@@ -41,6 +43,13 @@ def test_vt_entries_read_every_order_and_shape_like_a_lookup_per_key(spark: Any)
     assert [got["exactly the keys, another order"][f"p{i}"] for i in range(3)] == [1, 2, 3]
     assert [got["a subset"][f"p{i}"] for i in range(3)] == [1, None, 3]
     assert [got["the same count, one key outside"][f"p{i}"] for i in range(3)] == [1, 2, None]
+    assert [got["a NULL value"][f"p{i}"] for i in range(3)] == [1, None, 3]
+    assert [got["no vt at all"][f"p{i}"] for i in range(3)] == [None, None, None]
+
+
+def test_vt_entries_refuse_repeated_keys() -> None:
+    with pytest.raises(ValueError, match="distinct keys"):
+        vt_entries(["A", "B", "A"])
 
 
 def test_appended_vts_are_stored_with_sorted_keys(spark: Any, store: LogStore) -> None:

@@ -61,6 +61,9 @@ def vt_entries(keys: Sequence[str], vt: str = "vt") -> list[Column]:
     """
     if not keys:
         return []
+    if len(set(keys)) != len(keys):
+        # A repeated key would shift every later position against the vt's own keys.
+        raise ValueError(f"vt_entries needs distinct keys, got {list(keys)}")
     column = F.col(vt)
     aligned = F.map_keys(column) == F.array(*[F.lit(k) for k in keys])
     values = F.map_values(column)
