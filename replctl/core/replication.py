@@ -6,7 +6,7 @@ past the progress, or every new segment's vt LUB already ≤ CVV-Y (all would be
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -86,10 +86,13 @@ def admission_to_check(
     check that turns out to block nothing, never drop one that would block.
     """
     keys = tuple(sorted(set(projection)))
-    if not keys:
-        return ()
     read = lub(s.vt_lub for s in segments if s.seq_hi > conn.progress)
-    return keys if not read.project(keys) <= target_cvv else ()
+    return keys if keys and admission_refuses(read, keys, target_cvv) else ()
+
+
+def admission_refuses(vt: Mapping[str, int], projection: Iterable[str], target_cvv: VectorTime) -> bool:
+    """RFC2 / REP1 (3): vt|P ≰ CVV-Y. Given a LUB, whether some vt under it may be blocked."""
+    return not VectorTime(vt).project(projection) <= target_cvv
 
 
 def copies_exactly(source: Location, target: Location, conn: Connection) -> bool:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.spark.results import SegmentStats
 from replctl.core.model import Connection, ConnectionState
-from replctl.core.replication import PassAction, admission_to_check, plan_pass
+from replctl.core.replication import PassAction, admission_refuses, admission_to_check, plan_pass
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, UnknownName
@@ -193,13 +194,13 @@ def run_pass(
 
 
 def _check_skipped_admission(
-    engine: Engine, out_rel: str, segment: Any, projection: list[str], target_cvv: VectorTime
+    engine: Engine, out_rel: str, segment: SegmentStats | None, projection: list[str], target_cvv: VectorTime
 ) -> None:
     """The admission check was skipped on the source's segment rows (`admission_to_check`); the written
     segment's LUB, gathered by the pass anyway, confirms it. Should the rows have understated a LUB, the
     written events are never committed: nothing reaches the target that RFC2 would have held back.
     """
-    if segment is None or VectorTime(segment.vt_lub).project(projection) <= target_cvv:
+    if segment is None or not admission_refuses(segment.vt_lub, projection, target_cvv):
         return
     if engine.store.is_local:
         engine.store.remove(out_rel)
