@@ -39,7 +39,7 @@ POINTS: dict[str, str] = {
     "prune.after-rewrite": "one log's pruned copies written, the catalog not: orphans",
     "prune.after-commit": "one log's pruned rows and parked CVV[Z] committed; its old files not removed",
     "prune.after-log": "one log pruned and its old files removed; the next log not begun",
-    "prune.before-vectors": "every vt pruned, every CVV, DVV and baseline still holding Z",
+    "prune.before-vectors": "every vt pruned, Z not yet recorded as pruned (new vts would still carry it)",
     "operation.before-finish": "every step committed; the journal's outcome and the lease release not",
 }
 

@@ -164,8 +164,8 @@ def retire(
         if pruning is None:
             return
         console = stdout()
-        if not pruning["logs"] and not pruning["vectors"]:
-            console.print(f"no clock holds {name}: nothing to prune", markup=False)
+        if not pruning["logs"] and not pruning["recorded"]:
+            console.print(f"{name}'s clock is pruned already: nothing to do", markup=False)
             return
         dry = pruning["dry_run"]
         for log in pruning["logs"]:
@@ -177,10 +177,10 @@ def retire(
             )
             for path in log["rewritten"] if dry else ():
                 console.print(f"  rewrite {path}", markup=False)
-        if pruning["vectors"]:
+        if pruning["recorded"]:
             console.print(
-                f"{'would drop' if dry else 'dropped'} {name} from the CVV, DVV and baseline of "
-                + ", ".join(pruning["vectors"]),
+                f"{'would record' if dry else 'recorded'} {name} as pruned: new vts leave it out; every CVV "
+                f"and DVV keeps its {name} entry (RET2, RET4)",
                 markup=False,
             )
 

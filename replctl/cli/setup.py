@@ -54,6 +54,12 @@ def db_upgrade(ctx: typer.Context) -> None:
             stdout().print(
                 f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})", markup=False
             )
+            if out.get("repaired_prunings"):
+                stdout().print(
+                    "restored the vector entries of the clock prunings of "
+                    f"{', '.join(out['repaired_prunings'])} (RET2, RET4)",
+                    markup=False,
+                )
 
     run(ctx, action, render, effect=Effect.UNPLANNED)
 

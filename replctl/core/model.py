@@ -59,6 +59,8 @@ class Location:
     logical_deleted_upto: int = 0
     # Vectors merged into CVV without events (ADD3 modes, --accept-loss); part of invariant I3.
     baseline: VectorTime = EMPTY
+    # RET2: this (retired) location's id was pruned from every vt; new vts leave it out (EM1).
+    clock_pruned: bool = False
 
     @property
     def retired(self) -> bool:
@@ -100,6 +102,9 @@ class Segment:
     seq_lo: int
     seq_hi: int
     count: int
+    # The LUB over its events of vt(e) ⊔ {origin(e): origin_time(e)} (RET4): after a clock pruning the vts
+    # lack the pruned id but the identities still carry it, so "does V cover every event here" stays
+    # `vt_lub ≤ V`. Before any pruning it is the plain LUB of the vts.
     vt_lub: VectorTime = EMPTY
 
 

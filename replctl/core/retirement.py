@@ -1,23 +1,24 @@
-"""Clock pruning of a retired location (rules.md RET1–RET3): pure.
+"""Clock pruning of a retired location (rules.md RET1–RET4): pure.
 
-Pruning Z removes the key Z from every vt of every log and from every CVV, DVV and baseline (RET2). It is
-allowed only once Z's events have finished spreading (RET3): every remaining location L has `CVV-L[Z]` at
-least the largest `[Z]` entry held anywhere. Event identity `(origin, origin_time)` lives in its own columns
-(M3), so Z's events keep origin Z and their origin_time.
+Pruning Z removes the key Z from the vt of every stored event, in every log (RET2). CVVs, DVVs and baselines keep
+their Z entry: whether a vector covers an event is asked through the event's identity `(origin, origin_time)`
+(RET4, M3), which pruning leaves alone, so a location added after the pruning (its `CVV[Z]` is 0) still receives
+Z's events, and deletion still waits for it. From then on emission leaves pruned ids out of new vts (EM1).
+It is allowed only once Z's events have finished spreading (RET3): every remaining location L has `CVV-L[Z]` at
+least the largest `[Z]` entry held anywhere.
 
-The plan comes from the catalog alone: a segment row records the LUB of its vts, so a segment whose LUB lacks
-Z holds no vt with Z and needs no rewrite, and a log none of whose segments holds Z needs no Spark job.
+The plan comes from the catalog alone: a segment row records the LUB of `vt ⊔ identity` over its events, so a
+segment whose LUB lacks Z holds no vt with Z and needs no rewrite, and a log none of whose segments holds Z
+needs no Spark job. (A rewritten segment that holds Z's own events keeps Z in its LUB through their identities;
+a re-run after a crash rewrites it once more, which changes nothing.)
 
 Pruning runs in two phases so that every state between two commits is one replication can run in:
 
-1. per log, its segments are rewritten without Z and committed; the location's `CVV[Z]` stays, parked in its
-   baseline so that I3 (CVV = LUB of stored vts ⊔ DVV ⊔ baseline) still holds. Keeping `CVV[Z]` matters: a
-   log whose CVV had lost Z while another log still held Z-stamped vts would take those events for new (CF1
-   compares `{Z:1} ≤ CVV`) and store duplicates; with `CVV[Z]` kept, CF1 decides exactly as before;
-2. once no segment holds Z, one transaction drops Z from every CVV, DVV and baseline at once.
-
-So a crash leaves every CVV as it was: RET3 still holds on the re-run, which rewrites the logs whose segments
-still hold Z (found from the segment rows) and then finishes phase 2.
+1. per log, its segments are rewritten without Z and committed; where `CVV[Z]` came from the vt of an event of
+   another origin only, it is parked in the baseline, so that I3 (CVV = LUB of stored `vt ⊔ identity` ⊔ DVV ⊔
+   baseline) still holds (`parked_location`);
+2. once every log is rewritten, one transaction records Z as pruned: from then on no new vt carries Z (EM1),
+   and a later `--prune-clock` of Z has nothing left to do.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from replctl.core.model import Location, Segment, Violation
+from replctl.core.vectortime import VectorTime
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class PrunePlan:
     name: str
     needed: int  # the largest [Z] entry held anywhere (0 once nothing holds Z)
     logs: tuple[LogPrune, ...] = ()  # phase 1: logs with a segment that holds Z
-    vectors: tuple[str, ...] = ()  # phase 2: locations whose CVV, DVV or baseline holds Z
+    record: bool = False  # phase 2: Z is not yet recorded as pruned
     violations: tuple[Violation, ...] = ()
     lagging: tuple[Lagging, ...] = ()
 
@@ -64,8 +66,8 @@ class PrunePlan:
 
     @property
     def done(self) -> bool:
-        """True when no vt or vector holds Z any more: there is nothing (left) to prune."""
-        return self.ok and not self.logs and not self.vectors
+        """True when Z is recorded as pruned: there is nothing (left) to do."""
+        return self.ok and not self.logs and not self.record
 
 
 def needed_entry(locations: Iterable[Location], name: str) -> int:
@@ -115,12 +117,17 @@ def plan_prune(
     name: str,
     *,
     retiring: bool = False,
+    pruned_paths: frozenset[str] = frozenset(),
 ) -> PrunePlan:
     """Decide `--prune-clock` for location `name` from a catalog snapshot (RET1–RET3).
 
     `segments` maps each location to its segment rows. `retiring` says that `name` is retired in the same
     command (a dry run, before the retirement is recorded). After an interrupted run the plan holds only what
-    is left: the logs whose segments still hold Z, and the vectors (see the module docstring).
+    is left: the logs whose segments still hold Z, and the record (see the module docstring). Once Z is
+    recorded as pruned the plan is done, whatever joined since: a location added later has `CVV[Z]` = 0 and
+    receives Z's events (RET4), which RET3 must not take for lagging. `pruned_paths` are the segments an
+    interrupted run of the same pruning already wrote without Z (from its journal): a rewritten segment that
+    holds Z's own events keeps Z in its LUB through their identities, so the rows alone cannot tell.
     """
     by_name = {loc.name: loc for loc in locations}
     target = by_name.get(name)
@@ -130,6 +137,8 @@ def plan_prune(
         )
         return PrunePlan(name, 0, violations=(unknown,))
     needed = needed_entry(locations, name)
+    if target.clock_pruned:
+        return PrunePlan(name, needed)
     if not (target.retired or retiring):
         not_retired = Violation(
             code="RET2",
@@ -144,31 +153,93 @@ def plan_prune(
     ordered = sorted(locations, key=lambda x: x.name)
     logs = []
     for loc in ordered:
-        held = tuple(s for s in segments.get(loc.name, ()) if name in s.vt_lub)
+        held = tuple(s for s in segments.get(loc.name, ()) if name in s.vt_lub and s.path not in pruned_paths)
         if held:
             logs.append(LogPrune(loc.name, held, len(segments[loc.name]) - len(held)))
-    vectors = tuple(loc.name for loc in ordered if any(name in v for v in (loc.cvv, loc.dvv, loc.baseline)))
-    return PrunePlan(name, needed, logs=tuple(logs), vectors=vectors)
+    return PrunePlan(name, needed, logs=tuple(logs), record=True)
 
 
-def parked_location(location: Location, name: str) -> Location:
-    """Phase 1's metadata for a log whose vts lost Z: `CVV[Z]` stays, and the baseline now carries it (I3).
+def parked_location(location: Location, name: str, stored_lub: VectorTime) -> Location:
+    """Phase 1's metadata for a log whose vts lost Z: `CVV[Z]` stays (RET2); the baseline takes the part of it
+    that nothing else explains any more (I3).
 
-    The baseline is the part of the CVV that no stored vt explains (I3); once the vts lack Z, `CVV[Z]` is
-    exactly such a part until phase 2 drops it everywhere at once.
+    `stored_lub` is the LUB of `vt ⊔ identity` over the log's segments after the rewrite. Where Z's own events
+    are stored or deleted, their identities (and the DVV) still explain `CVV[Z]` and nothing is parked: a
+    baseline is permanent knowledge, which a later recovery would take as received (DR1) and so skip Z's
+    events it lost. Only a `CVV[Z]` that came from the vt of an event of another origin (Z's own events
+    filtered out on the way) moves to the baseline.
     """
+    explained = max(stored_lub[name], location.dvv[name], location.baseline[name])
+    if explained >= location.cvv[name]:
+        return location
     return replace(location, baseline=location.baseline.merge({name: location.cvv[name]}))
 
 
-def pruned_location(location: Location, name: str) -> Location:
-    """Phase 2: the location's metadata without the key `name` in its CVV, DVV and baseline (RET2).
+@dataclass(frozen=True)
+class Clocks:
+    """Which ids the vts of the stored events may lack, for the jobs that read or write them (RET2, RET4)."""
 
-    Its `seq` stays: a log's sequence numbers are no vector entries (M4).
-    """
-    drop = (name,)
-    return replace(
-        location,
-        cvv=location.cvv.without(drop),
-        dvv=location.dvv.without(drop),
-        baseline=location.baseline.without(drop),
+    pruned: frozenset[str]  # recorded as pruned: no vt holds them, emission leaves them out (EM1)
+    retired: frozenset[str]  # pruned or being pruned: their events' vts may lack their own entry
+
+    def vt_keys(self, cvv: VectorTime) -> list[str]:
+        """The keys a log's vts may hold: its CVV's keys without the pruned ids (sorted)."""
+        return sorted(set(cvv) - self.pruned)
+
+    def emission_base(self, cvv: VectorTime) -> VectorTime:
+        """EM1 after pruning (RET2): the part of CVV-X a new event's vt carries, `CVV-X` without pruned ids."""
+        return cvv.without(self.pruned)
+
+    @property
+    def identity_origins(self) -> list[str]:
+        """The origins whose identities a job's LUB must take besides the vt entries (RET4), sorted."""
+        return sorted(self.retired)
+
+
+def clocks(locations: Iterable[Location]) -> Clocks:
+    """`Clocks` from every location of the catalog."""
+    everyone = list(locations)
+    return Clocks(
+        pruned=frozenset(loc.name for loc in everyone if loc.clock_pruned),
+        retired=frozenset(loc.name for loc in everyone if loc.retired),
     )
+
+
+@dataclass(frozen=True)
+class LegacyPrune:
+    """A clock pruning made before RET4, which dropped Z from every CVV, DVV and baseline."""
+
+    name: str
+    needed: (
+        int  # the largest [Z] entry held anywhere when it was pruned (RET3: every remaining location had it)
+    )
+    spread_to: frozenset[str]  # the locations whose vectors held Z then
+
+
+def restored_location(
+    location: Location, prunes: Sequence[LegacyPrune], stored: Mapping[str, tuple[int, int]]
+) -> Location:
+    """A location's vectors with each legacy-pruned id's entry given back (RET2 keeps it, RET4 asks it).
+
+    `stored` maps each pruned origin to the smallest and largest origin_time of its events the log stores.
+    CVV[Z] is at least the largest stored identity, and for a location that was active when Z was pruned, at
+    least the entry RET3 made it hold then (`needed`); the part no stored identity explains goes to the
+    baseline (I3). A log that physically deleted anything deleted Z's events below the smallest one it stores
+    (Z's events are a causal chain, stored in order, EM3), or all it had when it stores none: the DVV takes
+    that, never above the CVV. Erring high on a DVV only makes a new connection from this log wait (ADD1);
+    erring low could let it start with a gap.
+    """
+    cvv, dvv, baseline = dict(location.cvv), dict(location.dvv), dict(location.baseline)
+    for prune in prunes:
+        z = prune.name
+        held = stored.get(z)
+        entry = held[1] if held else 0
+        if location.name in prune.spread_to and not location.retired and location.name != z:
+            if prune.needed > entry:
+                baseline[z] = max(baseline.get(z, 0), prune.needed)
+            entry = max(entry, prune.needed)
+        cvv[z] = max(cvv.get(z, 0), entry)
+        if location.deleted_upto > 0:
+            deleted = held[0] - 1 if held else cvv[z]
+            dvv[z] = max(dvv.get(z, 0), min(deleted, cvv[z]))
+    return replace(location, cvv=VectorTime(cvv), dvv=VectorTime(dvv), baseline=VectorTime(baseline))

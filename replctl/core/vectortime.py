@@ -129,3 +129,18 @@ def lub(vectors: Iterable[Mapping[str, int]]) -> VectorTime:
 def happened_before(v: Mapping[str, int], w: Mapping[str, int]) -> bool:
     """VT6: e1 → e2 iff vt(e1) < vt(e2)."""
     return VectorTime(v) < VectorTime(w)
+
+
+def covers(vector: Mapping[str, int], origin: str, origin_time: int) -> bool:
+    """RET4: `vector` covers the event (origin, origin_time) iff vector[origin] ≥ origin_time.
+
+    Asked through the identity (M3), never through the event's vt, because clock pruning (RET2) removes the
+    retired id from vts while the identity stays. Before any pruning it equals `vt(e) ≤ vector`.
+    """
+    return vector.get(origin, 0) >= origin_time
+
+
+def with_identity(vt: Mapping[str, int], origin: str, origin_time: int) -> VectorTime:
+    """RET4: `vt(e) ⊔ {origin(e): origin_time(e)}`, what an event adds to a CVV or DVV and what causal order
+    checks (EM3, I1) compare. Equal to `vt(e)` for an event whose vt was never pruned."""
+    return VectorTime(vt).merge({origin: origin_time})

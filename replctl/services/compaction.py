@@ -14,6 +14,7 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core.compaction import merge_runs, orphans
+from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
 from replctl.services.engine import Engine
@@ -38,6 +39,7 @@ def compact(
     def body(ctx: OperationContext) -> dict[str, Any]:
         with ctx.transaction() as tx:
             loc = get_location(tx, name)
+            clk = clocks(tx.locations())
             segments = tx.segments(name)
         runs = merge_runs(segments, target_size)
         doc: dict[str, Any] = {
@@ -53,7 +55,12 @@ def compact(
             for run in runs:
                 out_rel = engine.store.new_segment_path(name, run[0].seq_lo)
                 stats = merge(
-                    engine.spark(), engine.store, [s.path for s in run], out_rel, keys=sorted(loc.cvv)
+                    engine.spark(),
+                    engine.store,
+                    [s.path for s in run],
+                    out_rel,
+                    keys=clk.vt_keys(loc.cvv),
+                    identity_origins=clk.identity_origins,
                 )
                 hit("compact.after-write")
                 with ctx.transaction() as tx:

@@ -14,6 +14,7 @@ from typing import Any
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core import deletion as plan
 from replctl.core.model import Location, Segment
+from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
@@ -120,13 +121,16 @@ def _apply_cut(
         from replctl.adapters.spark.jobs import rewrite_from
 
         out_rel = engine.store.new_segment_path(loc.name, cut.upto + 1)
+        with ctx.transaction() as tx:
+            clk = clocks(tx.locations())
         rewritten = rewrite_from(
             engine.spark(),
             engine.store,
             segment_cut.straddle.path,
             cut.upto + 1,
             out_rel,
-            keys=sorted(loc.cvv),
+            keys=clk.vt_keys(loc.cvv),
+            identity_origins=clk.identity_origins,
         )
         kept = rewritten.kept
         if rewritten.dropped is not None:
@@ -140,7 +144,7 @@ def _apply_cut(
             tx.add_segment(
                 loc.name, out_rel, kept.seq_lo, kept.seq_hi, kept.count, VectorTime(kept.vt_lub), ctx.id
             )
-        # DEL2: DVV is the LUB of every physically deleted vt.
+        # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
         updated = replace(
             current,
             deleted_upto=max(current.deleted_upto, cut.upto),

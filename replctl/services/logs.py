@@ -20,6 +20,7 @@ from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
 from replctl.core.model import LocationState, Role, Segment
+from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
 from replctl.failpoints import hit
@@ -110,6 +111,7 @@ def append(
     def body(ctx: OperationContext) -> dict[str, Any]:
         with catalog.transaction() as tx:
             loc = get_location(tx, name)
+            clk = clocks(tx.locations())
             interrupted = interrupted_append(tx, name, digest, ctx.id)
         if loc.state is LocationState.RECOVERING:
             raise LockHeld(
@@ -142,7 +144,8 @@ def append(
             generate=source.generate,
             seed=source.seed,
             start_seq=loc.seq + 1,
-            cvv=loc.cvv.to_dict(),
+            # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
+            cvv=clk.emission_base(loc.cvv).to_dict(),
             out_rel=out_rel,
         )
         hit("append.after-write")

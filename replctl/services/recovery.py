@@ -16,6 +16,7 @@ from typing import Any
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core import recovery as dr
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
+from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput, Refused
 from replctl.failpoints import hit
@@ -200,8 +201,16 @@ def _recover_metadata(
         from replctl.adapters.spark.recovery import truncate_below
 
         out_rel = engine.store.new_segment_path(loc.name, split.straddle.seq_lo)
+        with ctx.transaction() as tx:
+            clk = clocks(tx.locations())
         kept_stats = truncate_below(
-            engine.spark(), engine.store, split.straddle.path, first_lost, out_rel, keys=sorted(loc.cvv)
+            engine.spark(),
+            engine.store,
+            split.straddle.path,
+            first_lost,
+            out_rel,
+            keys=clk.vt_keys(loc.cvv),
+            identity_origins=clk.identity_origins,
         )
     hit("recover.before-metadata")  # survivors of a straddling segment written, catalog not yet
     survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])

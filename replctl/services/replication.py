@@ -14,6 +14,7 @@ from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.adapters.spark.results import SegmentStats
 from replctl.core.model import Connection, ConnectionState
 from replctl.core.replication import PassAction, admission_refuses, admission_to_check, plan_pass
+from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, UnknownName
@@ -88,6 +89,7 @@ def run_pass(
                 hint=f"add it: replctl topology add {source_name} {target_name}",
             )
         source, target = get_location(tx, source_name), get_location(tx, target_name)
+        clk = clocks(tx.locations())
         segments = tx.segments(source_name)
         target_segments = tx.segments(target_name)
         projection = sorted(admission_projection(load_state(tx), source_name, target_name))
@@ -140,7 +142,8 @@ def run_pass(
             admission=admission,
             target_seq=target.seq,
             out_rel=out_rel,
-            source_keys=sorted(source.cvv),
+            source_keys=clk.vt_keys(source.cvv),
+            identity_origins=clk.identity_origins,
         ),
     )
     if projection and not admission:

@@ -1,15 +1,16 @@
-"""Retirement with clock pruning: `location retire Z --prune-clock` (rules.md RET1–RET3, M3).
+"""Retirement with clock pruning: `location retire Z --prune-clock` (rules.md RET1–RET4, M3).
 
 Retiring is the topology use case (`services.topology.retire_location`, RET1); pruning is its own operation
 that runs after it: load every location and segment row → decide in the core (`core.retirement`, RET3) →
-rewrite and commit log by log → drop Z from every vector at once → report.
+rewrite and commit log by log → record Z as pruned → report. CVVs, DVVs and baselines keep their Z entry
+(RET2): coverage is asked through identities (RET4).
 
 Crash safety: for each log, the pruned copies of its segments are written first; its segment rows and its
 baseline (which takes over `CVV[Z]`, see `core.retirement`) then change in one transaction with the journal
 step `prune-log`; the old files are removed only after it commits (a crash leaves unreferenced files, never
-read, collected like any orphan). The last transaction drops Z from every CVV, DVV and baseline (step
-`prune-vectors`). No CVV changes before that, so a re-run after a crash passes RET3 as before and continues
-with the logs whose segment rows still hold Z.
+read, collected like any orphan). The last transaction records Z as pruned (step `prune-record`), from when on
+new vts leave Z out (EM1). No CVV changes, so a re-run after a crash passes RET3 as before and continues with
+the logs whose segment rows still hold Z.
 
 `location retire Z --prune-clock` runs the retirement and the pruning as two operations; a crash between them
 (failpoint `retire.before-prune`) leaves Z retired, and the re-run's retirement is a no-op. The failpoints
@@ -19,12 +20,12 @@ with the logs whose segment rows still hold Z.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.core.retirement import LogPrune, PrunePlan, parked_location, plan_prune, pruned_location
-from replctl.core.vectortime import VectorTime
+from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location, plan_prune
+from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services import topology
@@ -98,14 +99,14 @@ def prune(
                 "logs": [
                     {"location": log.location, "rewrite": [s.path for s in log.rewrite]} for log in plan.logs
                 ],
-                "vectors": list(plan.vectors),
+                "record": plan.record,
             }
         )
         for log in plan.logs:
             _prune_log(ctx, engine, name, log)
-        hit("prune.before-vectors")  # every vt is pruned, every CVV still holds Z
-        if plan.vectors:
-            _prune_vectors(ctx, name)
+        hit("prune.before-vectors")  # every vt is pruned, Z not yet recorded as pruned
+        if plan.record:
+            _record_pruned(ctx, name)
         return _report(plan, ctx)
 
     return operation(
@@ -120,10 +121,18 @@ def prune(
 
 
 def _plan(tx: CatalogTransaction, name: str, *, retiring: bool) -> PrunePlan:
-    """Load the snapshot the core decides on (every location and its segment rows) and decide."""
+    """Load the snapshot the core decides on (every location, its segment rows, and the segments earlier
+    runs of this pruning already rewrote) and decide."""
     locations = tx.locations()
     segments = {loc.name: tx.segments(loc.name) for loc in locations}
-    return plan_prune(locations, segments, name, retiring=retiring)
+    done = frozenset(
+        str(path)
+        for op in tx.find_operations(PRUNE_COMMAND, {"name": name})
+        for step in op.steps
+        if step.name == "prune-log"
+        for path in step.detail.get("segments", [])
+    )
+    return plan_prune(locations, segments, name, retiring=retiring, pruned_paths=done)
 
 
 def _refuse_unless_ok(plan: PrunePlan) -> None:
@@ -140,7 +149,7 @@ def _refuse_unless_ok(plan: PrunePlan) -> None:
 
 def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, Any]:
     """The `prune` object of `location retire --json`: per log the segments rewritten (or, in a dry run,
-    to rewrite) and how many were left alone, and the locations whose vectors lose Z."""
+    to rewrite) and how many were left alone, and whether Z is (to be) recorded as pruned."""
     return {
         "location": plan.name,
         "dry_run": ctx is None or ctx.dry_run,
@@ -150,7 +159,7 @@ def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, A
             {"location": log.location, "rewritten": [s.path for s in log.rewrite], "untouched": log.untouched}
             for log in plan.logs
         ],
-        "vectors": list(plan.vectors),
+        "recorded": plan.record,
     }
 
 
@@ -159,12 +168,20 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
     transaction, then remove the old files."""
     with ctx.transaction() as tx:
         before = get_location(tx, log.location)
+        clk = clocks(tx.locations())
     from replctl.adapters.spark.prune import SegmentRewrite, prune_log
 
     rewrites = [
         SegmentRewrite(s.path, engine.store.new_segment_path(log.location, s.seq_lo)) for s in log.rewrite
     ]
-    stats = prune_log(engine.spark(), engine.store, rewrites, key=name, keys=sorted(before.cvv))
+    stats = prune_log(
+        engine.spark(),
+        engine.store,
+        rewrites,
+        key=name,
+        keys=clk.vt_keys(before.cvv),
+        identity_origins=clk.identity_origins,
+    )
     for segment, stat in zip(log.rewrite, stats, strict=True):
         found = None if stat is None else (stat.count, stat.seq_lo, stat.seq_hi)
         if found not in (None, (segment.count, segment.seq_lo, segment.seq_hi)):
@@ -197,7 +214,13 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
                     VectorTime(stat.vt_lub),
                     ctx.id,
                 )
-        tx.put_location(parked_location(current, name))
+        stored = lub(
+            [
+                *(s.vt_lub for s in tx.segments(log.location) if s.id not in {r.id for r in log.rewrite}),
+                *(VectorTime(stat.vt_lub) for stat in stats if stat is not None),
+            ]
+        )
+        tx.put_location(parked_location(current, name, stored))
         ctx.step(
             tx,
             "prune-log",
@@ -217,23 +240,12 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
     hit("prune.after-log")  # this log done; the next one's segment rows still hold Z
 
 
-def _prune_vectors(ctx: OperationContext, name: str) -> None:
-    """Phase 2: drop Z from every CVV, DVV and baseline in one transaction, once no segment holds Z (RET2)."""
+def _record_pruned(ctx: OperationContext, name: str) -> None:
+    """Phase 2: record Z as pruned, once every log is rewritten (RET2); vectors keep their Z entry (RET4).
+
+    Every location's lease is held, so no vt stamped with Z can have been written since the plan.
+    """
     with ctx.transaction() as tx:
-        still = sorted(
-            loc.name for loc in tx.locations() if any(name in s.vt_lub for s in tx.segments(loc.name))
-        )
-        if still:
-            # A vt holding Z appeared after the plan; dropping CVV[Z] now would let CF1 take Z's events for new.
-            raise EnvironmentFailure(
-                f"{', '.join(still)} stored events stamped with {name} during the pruning; "
-                f"re-run: replctl location retire {name} --prune-clock",
-                code="concurrent-change",
-            )
-        pruned = []
-        for loc in tx.locations():
-            after = pruned_location(loc, name)
-            if after != loc:
-                tx.put_location(after)
-                pruned.append(loc.name)
-        ctx.step(tx, "prune-vectors", {"pruned": name, "locations": pruned})
+        retired = get_location(tx, name)
+        tx.put_location(replace(retired, clock_pruned=True))
+        ctx.step(tx, "prune-record", {"pruned": name})

@@ -31,17 +31,30 @@ def _migrate(settings: Settings) -> tuple[str | None, str | None]:
     return previous, revision
 
 
+def _repair(settings: Settings) -> list[str]:
+    """Data repairs that need the store as well as the catalog, after the migrations (`services.repair`)."""
+    from replctl.adapters.catalog.repository import Catalog
+    from replctl.adapters.logstore import LogStore
+    from replctl.services.repair import repair_pruned_identities
+
+    with Catalog(settings.db) as catalog:
+        repaired: list[str] = repair_pruned_identities(catalog, LogStore(settings.store))["repaired"]
+    return repaired
+
+
 def init(settings: Settings) -> dict[str, Any]:
     """`replctl init`: migrate the catalog to head and create the store; idempotent."""
     previous, revision = _migrate(settings)
     _make_store(settings.store)
+    _repair(settings)
     return {"created": previous is None, "db": settings.db, "store": settings.store, "revision": revision}
 
 
 def upgrade(settings: Settings) -> dict[str, Any]:
-    """`replctl db upgrade`."""
+    """`replctl db upgrade`: migrations, then the repairs of data they cannot do (`services.repair`)."""
     previous, revision = _migrate(settings)
-    return {"db": settings.db, "revision": revision, "previous": previous}
+    repaired = _repair(settings)
+    return {"db": settings.db, "revision": revision, "previous": previous, "repaired_prunings": repaired}
 
 
 def current(settings: Settings) -> dict[str, Any]:

@@ -18,4 +18,5 @@ def location_json(loc: Location) -> dict[str, Any]:
         "dvv": loc.dvv.to_dict(),
         "deleted_upto": loc.deleted_upto,
         "logical_deleted_upto": loc.logical_deleted_upto,
+        "clock_pruned": loc.clock_pruned,
     }

@@ -109,7 +109,7 @@ CASES = [
     ("retire", "prune.after-log@1", "raise"),  # A done, B and Z not begun
     ("retire", "prune.after-rewrite@2", "kill"),  # A done, B's copies written: every lease left held
     ("retire", "prune.after-commit@3", "raise"),  # every log committed, Z's old files kept
-    ("retire", "prune.before-vectors", "kill"),  # every vt pruned, every CVV still holds Z (RET2 phase 2)
+    ("retire", "prune.before-vectors", "kill"),  # every vt pruned, Z not yet recorded as pruned (RET2)
     ("retire", "operation.before-finish@2", "raise"),  # Z pruned everywhere, the journal not finished
 ]
 

@@ -1,4 +1,4 @@
-"""Retirement and clock pruning through the CLI with exact log contents (rules.md RET1–RET3, M3, §9)."""
+"""Retirement and clock pruning through the CLI with exact log contents (rules.md RET1–RET4, M3, §9)."""
 
 from __future__ import annotations
 
@@ -34,14 +34,15 @@ def z_spread_to_a_only(rc: Replctl) -> None:
 
 
 def assert_pruned_everywhere(rc: Replctl, *, storing_z_events: str = "ABZ") -> None:
-    """RET2 done: no vt, CVV or DVV holds Z; Z's events keep their identity (M3); the invariants hold."""
+    """RET2 done: no vt holds Z, every CVV keeps Z:2 (RET4); Z's events keep their identity (M3); the
+    invariants hold; Z is recorded as pruned."""
     for name in "ABZ":
         stored = events(rc, name)
         assert all("Z" not in e["vt"] for e in stored), (name, stored)
         z_events = [(e["origin"], e["origin_time"], e["key"]) for e in stored if e["key"].startswith("z")]
         assert z_events == ([("Z", 1, "z1"), ("Z", 2, "z2")] if name in storing_z_events else []), name
-    for name, state in locations(rc).items():
-        assert "Z" not in state["cvv"] and "Z" not in state["dvv"], (name, state)
+    assert {name: state["cvv"]["Z"] for name, state in locations(rc).items()} == {"A": 2, "B": 2, "Z": 2}
+    assert locations(rc)["Z"]["clock_pruned"] is True
     verified = rc.json("log", "verify", "A", "B", "Z")
     assert verified["ok"], verified
 
@@ -72,12 +73,12 @@ def test_pruning_waits_for_a_lagging_location_and_prunes_every_clock_once_it_cau
     done = rc.json("location", "retire", "Z", "--prune-clock")
     assert done["changes"] == []  # already retired: retiring again records nothing
     assert [log["location"] for log in done["prune"]["logs"]] == ["A", "B", "Z"]
-    assert done["prune"]["vectors"] == ["A", "B", "Z"]
+    assert done["prune"]["recorded"] is True
     a = locations(rc)["A"]
-    assert (a["cvv"], a["dvv"]) == ({"A": 3}, {})
+    assert (a["cvv"], a["dvv"]) == ({"A": 3, "Z": 2}, {"Z": 2})  # RET2: vectors keep Z
     assert_pruned_everywhere(rc, storing_z_events="BZ")
     again = rc.json("location", "retire", "Z", "--prune-clock")
-    assert (again["prune"]["logs"], again["prune"]["vectors"]) == ([], [])
+    assert (again["prune"]["logs"], again["prune"]["recorded"]) == ([], False)
 
 
 def test_a_pruning_that_crashes_midway_resumes_with_what_is_left_and_converges_ret2(
@@ -102,18 +103,18 @@ def test_a_pruning_that_crashes_midway_resumes_with_what_is_left_and_converges_r
     replicated = rc.json("replicate", "B", "A")["passes"][0]
     assert (replicated["written"], replicated["skipped_causal"]) == (1, 3)
     assert rc.keys("A") == ["z1", "z2", "a1", "b1"]
-    # This time every vt is pruned, and the crash comes before the vectors lose Z.
+    # This time every vt is pruned, and the crash comes before Z is recorded as pruned.
     monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.before-vectors")
     with pytest.raises(FailpointCrash):
         rc("location", "retire", "Z", "--prune-clock", expect=None)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
 
+    # The re-run knows from the journal which segments are pruned already, though Z's own events keep Z in
+    # their LUBs through their identities (RET4).
     resumed = rc.json("location", "retire", "Z", "--prune-clock")["prune"]
-    assert (resumed["logs"], resumed["vectors"]) == ([], ["A", "B", "Z"])
+    assert (resumed["logs"], resumed["recorded"]) == ([], True)
     journal = rc.json("ops", "show", resumed["operation"])["operation"]
-    assert [(s["name"], s["detail"]["locations"]) for s in journal["steps"]] == [
-        ("prune-vectors", ["A", "B", "Z"])
-    ]
+    assert [(s["name"], s["detail"]) for s in journal["steps"]] == [("prune-record", {"pruned": "Z"})]
     assert_pruned_everywhere(rc)
 
 

@@ -1,4 +1,4 @@
-"""The clock-pruning decision for a retired location (rules.md RET1–RET3): pure, from catalog rows."""
+"""The clock-pruning decision for a retired location (rules.md RET1–RET4): pure, from catalog rows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 from topology_net import Net
 
 from replctl.core.model import Location, LocationState, Segment
-from replctl.core.retirement import needed_entry, parked_location, plan_prune, pruned_location
+from replctl.core.retirement import (
+    LegacyPrune,
+    clocks,
+    needed_entry,
+    parked_location,
+    plan_prune,
+    restored_location,
+)
 from replctl.core.topology_plans import plan_retire
 from replctl.core.vectortime import VectorTime
 
@@ -24,6 +31,8 @@ def loc(
     baseline: Mapping[str, int] | None = None,
     state: LocationState = LocationState.ACTIVE,
     seq: int = 0,
+    deleted_upto: int = 0,
+    clock_pruned: bool = False,
 ) -> Location:
     return Location(
         name=name,
@@ -32,6 +41,8 @@ def loc(
         cvv=VectorTime(cvv),
         dvv=VectorTime(dvv or {}),
         baseline=VectorTime(baseline or {}),
+        deleted_upto=deleted_upto,
+        clock_pruned=clock_pruned,
     )
 
 
@@ -112,20 +123,33 @@ def test_once_every_remaining_location_has_z_only_segments_whose_lub_holds_z_are
     assert plan.needed == 2
     rewritten = {log.location: ([s.id for s in log.rewrite], log.untouched) for log in plan.logs}
     assert rewritten == {"A": ([2], 1), "C": ([4, 6], 1), "Z": ([8], 0)}
-    assert plan.vectors == ("A", "B", "C", "Z")
+    assert plan.record
 
 
-def test_nothing_to_prune_once_no_vector_or_segment_holds_z() -> None:
+def test_a_retired_location_no_vt_holds_is_still_recorded_as_pruned_ret2() -> None:
     locations = [loc("A", {"A": 1}), loc("Z", {}, state=RETIRED, seq=3)]
     plan = plan_prune(locations, {"A": [seg("A", 1, 1, 1, {"A": 1})]}, "Z")
+    assert plan.ok and not plan.done
+    assert (plan.logs, plan.record, plan.needed) == ((), True, 0)
+
+
+def test_once_recorded_as_pruned_there_is_nothing_left_even_with_a_newcomer_lacking_z_ret3_ret4() -> None:
+    # W joined after the pruning: CVV-W[Z] = 0 is not lagging, W is about to receive Z's events (RET4).
+    locations = [
+        loc("A", {"A": 1, "Z": 2}),
+        loc("W", {"W": 1}),
+        loc("Z", {"Z": 2}, state=RETIRED, clock_pruned=True),
+    ]
+    segments = {"A": [seg("A", 1, 1, 3, {"A": 1, "Z": 2})]}  # Z's events keep Z through their identity
+    plan = plan_prune(locations, segments, "Z")
     assert plan.done
-    assert plan.needed == 0
+    assert plan.violations == ()
 
 
 def test_after_an_interrupted_run_only_the_logs_still_holding_z_and_the_vectors_are_left_ret2() -> None:
     # A's segments were rewritten before the crash; its CVV[Z] stayed, parked in its baseline, so RET3
     # still holds and the re-run needs no memory of the first run.
-    a = parked_location(loc("A", {"A": 1, "Z": 2}), "Z")
+    a = parked_location(loc("A", {"A": 1, "Z": 2}), "Z", VectorTime({"A": 1}))
     locations = [a, loc("B", {"B": 1, "Z": 2}), loc("Z", {"Z": 2}, state=RETIRED)]
     segments = {
         "A": [seg("A", 1, 1, 3, {"A": 1})],
@@ -135,21 +159,27 @@ def test_after_an_interrupted_run_only_the_logs_still_holding_z_and_the_vectors_
     plan = plan_prune(locations, segments, "Z")
     assert plan.ok
     assert [log.location for log in plan.logs] == ["B", "Z"]
-    assert plan.vectors == ("A", "B", "Z")
+    assert plan.record
 
 
-def test_a_log_whose_vts_lost_z_keeps_its_cvv_entry_in_the_baseline_until_the_vectors_go_i3() -> None:
-    # Stored vts reach {A:3, Z:2}; C:1 came without events (a baseline); Z:1 was deleted (DVV).
+def test_a_log_whose_vts_lost_z_keeps_its_cvv_entry_in_the_baseline_for_good_i3_ret2() -> None:
+    # Stored vts reach {A:3, Z:2}, Z:2 only through an event of A; C:1 came without events (a baseline);
+    # Z:1 was deleted (DVV).
     before = loc("A", {"A": 3, "C": 1, "Z": 2}, dvv={"Z": 1}, baseline={"C": 1})
-    parked = parked_location(before, "Z")
+    parked = parked_location(before, "Z", VectorTime({"A": 3}))
     assert parked.cvv == before.cvv and parked.dvv == before.dvv
     assert parked.baseline == VectorTime({"C": 1, "Z": 2})
     # I3 once the stored vts lack Z: LUB(stored) ⊔ DVV ⊔ baseline still equals the CVV.
     assert VectorTime({"A": 3}).merge(parked.dvv, parked.baseline) == parked.cvv
-    pruned = pruned_location(parked, "Z")
-    assert pruned.cvv == VectorTime({"A": 3, "C": 1})
-    assert (pruned.dvv, pruned.baseline) == (VectorTime(), VectorTime({"C": 1}))
-    assert VectorTime({"A": 3}).merge(pruned.dvv, pruned.baseline) == pruned.cvv
+
+
+def test_nothing_is_parked_where_z_s_own_events_still_explain_the_entry_dr1_ret4() -> None:
+    # A stores Z:1 and Z:2 itself (their identities keep Z in the LUB): a baseline would make a recovery of A
+    # take them for received (DR1) and skip them.
+    before = loc("A", {"A": 3, "Z": 2})
+    assert parked_location(before, "Z", VectorTime({"A": 3, "Z": 2})) == before
+    deleted = loc("A", {"A": 3, "Z": 2}, dvv={"Z": 2})
+    assert parked_location(deleted, "Z", VectorTime({"A": 3})) == deleted
 
 
 def test_an_active_location_is_pruned_only_when_retired_in_the_same_command_ret1_ret2() -> None:
@@ -175,17 +205,38 @@ def test_retiring_an_already_retired_location_again_is_a_no_op_decision_ret1() -
 vectors = st.dictionaries(st.sampled_from("ABCZ"), st.integers(min_value=0, max_value=9))
 
 
-@given(cvv=vectors, dvv=vectors, baseline=vectors)
-def test_pruned_metadata_lacks_z_and_keeps_every_other_entry_and_the_seq_ret2(
-    cvv: dict[str, int], dvv: dict[str, int], baseline: dict[str, int]
+@given(cvv=vectors, pruned=st.frozensets(st.sampled_from("ABCZ")))
+def test_new_vts_leave_pruned_ids_out_and_vectors_keep_them_em1_ret2(
+    cvv: dict[str, int], pruned: frozenset[str]
 ) -> None:
-    before = loc("A", cvv, dvv=dvv, baseline=baseline, seq=7)
-    after = pruned_location(before, "Z")
-    for old, new in ((before.cvv, after.cvv), (before.dvv, after.dvv), (before.baseline, after.baseline)):
-        assert "Z" not in new
-        assert new == old.without(["Z"])
-        assert {k: v for k, v in old.items() if k != "Z"} == new.to_dict()
-    assert after.seq == 7
-    # DEL2's DVV ≤ CVV (I4) survives pruning: dropping one key from both keeps the order.
-    if before.dvv <= before.cvv:
-        assert after.dvv <= after.cvv
+    everyone = [loc(n, {}, state=RETIRED, clock_pruned=n in pruned) for n in "ABCZ"]
+    clk = clocks(everyone)
+    vector = VectorTime(cvv)
+    assert clk.pruned == pruned and clk.retired == frozenset("ABCZ")
+    assert clk.emission_base(vector) == vector.without(pruned)
+    assert set(clk.vt_keys(vector)) == set(vector) - pruned
+    assert clk.identity_origins == ["A", "B", "C", "Z"]
+
+
+def test_a_legacy_pruning_gives_every_location_active_then_its_entry_back_and_a_newcomer_its_stored_ones() -> (
+    None
+):
+    prune = LegacyPrune("Z", needed=3, spread_to=frozenset({"A", "B", "Z"}))
+    # A stores Z:2 and Z:3 and deleted nothing: its entry is back.
+    a = restored_location(loc("A", {"A": 4}), [prune], {"Z": (2, 3)})
+    assert (a.cvv, a.dvv, a.baseline) == (VectorTime({"A": 4, "Z": 3}), VectorTime(), VectorTime())
+    # B stores none of Z's events and deleted a prefix: it had them all (RET3), so they were deleted.
+    b = restored_location(loc("B", {"B": 2}, deleted_upto=5), [prune], {})
+    assert (b.cvv, b.dvv, b.baseline) == (
+        VectorTime({"B": 2, "Z": 3}),
+        VectorTime({"Z": 3}),
+        VectorTime({"Z": 3}),
+    )
+    # B' deleted up to Z:1 and still stores Z:2..3.
+    b2 = restored_location(loc("B", {"B": 2}, deleted_upto=5), [prune], {"Z": (2, 3)})
+    assert (b2.cvv, b2.dvv) == (VectorTime({"B": 2, "Z": 3}), VectorTime({"Z": 1}))
+    # W joined after the pruning: only what it stores counts (a file copy may have brought Z:1..2).
+    w = restored_location(loc("W", {"W": 1}), [prune], {"Z": (1, 2)})
+    assert w.cvv == VectorTime({"W": 1, "Z": 2})
+    fresh = restored_location(loc("V", {"V": 1}), [prune], {})
+    assert fresh.cvv == VectorTime({"V": 1})

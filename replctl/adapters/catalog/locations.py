@@ -68,6 +68,7 @@ def _metadata(location: Location) -> dict[str, Any]:
         "baseline": location.baseline.to_dict(),
         "deleted_upto": location.deleted_upto,
         "logical_deleted_upto": location.logical_deleted_upto,
+        "clock_pruned": location.clock_pruned,
     }
 
 
@@ -83,4 +84,5 @@ def location_from_row(row: Row[Any]) -> Location:
         deleted_upto=int(row.deleted_upto),
         logical_deleted_upto=int(row.logical_deleted_upto),
         baseline=VectorTime.parse(row.baseline),
+        clock_pruned=bool(row.clock_pruned),
     )

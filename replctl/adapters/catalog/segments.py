@@ -73,6 +73,12 @@ class SegmentQueries:
             return 0
         return self._conn.execute(SEGMENTS.delete().where(SEGMENTS.c.id.in_(wanted))).rowcount
 
+    def set_segment_lub(self, segment_id: int, vt_lub: Mapping[str, int]) -> None:
+        """Correct the recorded LUB of one segment (the repair of catalogs pruned before RET4)."""
+        self._conn.execute(
+            SEGMENTS.update().where(SEGMENTS.c.id == segment_id).values(vt_lub=VectorTime(vt_lub).to_dict())
+        )
+
     def segment_paths(self) -> set[str]:
         """Every path a committed segment points to; any other file in the store is garbage."""
         return {str(path) for path in self._conn.execute(select(SEGMENTS.c.path)).scalars()}

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -83,6 +84,8 @@ class LocationRow(Base):
     baseline: Mapped[dict[str, Any]] = mapped_column(default=dict)
     deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
     logical_deleted_upto: Mapped[int] = mapped_column(BigInteger, default=0)
+    # RET2: the id was pruned from every vt; new vts leave it out (EM1).
+    clock_pruned: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column()
     retired_at: Mapped[datetime | None] = mapped_column()
 

@@ -39,3 +39,29 @@ def read_local(
         row["vt"] = dict(sorted(row["vt"] or []))
         row["tags"] = list(row["tags"] or [])
     return rows
+
+
+def identity_extent(store: LogStore, segment_path: str, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Per origin of `origins`, the smallest and largest origin_time stored in one local segment.
+
+    Reads only the identity columns (M3). Used to give catalogs pruned before RET4 their identities back.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = [str(f) for f in sorted(store.local_path(segment_path).glob("*.parquet"))]
+    if not files or not origins:
+        return {}
+    try:
+        table = ds.dataset(files, format="parquet").to_table(
+            columns=["origin", "origin_time"], filter=pc.field("origin").isin(list(origins))
+        )
+    except (OSError, ValueError) as exc:
+        raise EnvironmentFailure(
+            f"cannot read the segment files of {segment_path}: {exc}", code="store"
+        ) from exc
+    grouped = table.group_by("origin").aggregate([("origin_time", "min"), ("origin_time", "max")])
+    return {
+        str(row["origin"]): (int(row["origin_time_min"]), int(row["origin_time_max"]))
+        for row in grouped.to_pylist()
+    }

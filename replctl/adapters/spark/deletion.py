@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.schema import read_events, vector_literal
+from replctl.adapters.spark.schema import read_events
 from replctl.adapters.spark.session import spark_failures
-from replctl.adapters.spark.transforms import covered_by
+from replctl.adapters.spark.transforms import covered_by_identity
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,22 +26,27 @@ def first_needed(
     upto: int,
     targets: Mapping[str, tuple[int, Mapping[str, int]]],
 ) -> dict[str, int | None]:
-    """For each target i (progress(i,X), CVV-i): the smallest seq ≤ `upto` with seq > progress and vt ≰ CVV-i.
+    """For each target i (progress(i,X), CVV-i): the smallest seq ≤ `upto` with seq > progress that CVV-i does
+    not cover.
 
-    An event with seq ≤ progress(i,X) or vt ≤ CVV-i may go (DEL3); the first one that may not bounds the
-    deletable prefix. All targets are answered by one scan of the seq and vt columns.
+    An event with seq ≤ progress(i,X) or covered by CVV-i may go (DEL3); the first one that may not bounds the
+    deletable prefix. Coverage is asked through the identity, `CVV-i[origin] ≥ origin_time` (RET4), so a
+    location added after a clock pruning still holds back the events of the pruned origin it lacks. All
+    targets are answered by one scan of the seq and identity columns.
     """
     if not segment_paths or not targets:
         return dict.fromkeys(targets)
     names = sorted(targets)
     with spark_failures("checking what targets still need (DEL3)"):
         events = (
-            read_events(spark, store, segment_paths).select("seq", "vt").where(F.col("seq") <= F.lit(upto))
+            read_events(spark, store, segment_paths)
+            .select("seq", "origin", "origin_time")
+            .where(F.col("seq") <= F.lit(upto))
         )
         aggregates = []
         for i, name in enumerate(names):
             progress, cvv = targets[name]
-            needed = (F.col("seq") > F.lit(progress)) & ~covered_by(F.col("vt"), vector_literal(cvv))
+            needed = (F.col("seq") > F.lit(progress)) & ~covered_by_identity(cvv)
             aggregates.append(F.min(F.when(needed, F.col("seq"))).alias(f"t{i}"))
         row = events.agg(*aggregates).first()
     return {

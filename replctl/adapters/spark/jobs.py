@@ -24,6 +24,9 @@ from replctl.adapters.spark.schema import (
     FILTER_DDL,
     INPUT_COLUMNS,
     extra_keys_column,
+    identity_columns,
+    lub_by_scan,
+    lub_with_identities,
     read_events,
     vt_entries,
 )
@@ -34,7 +37,6 @@ from replctl.adapters.spark.transforms import (
     SKIP_FILTER,
     admission_refused,
     classify,
-    classify_wide,
     emit,
     generated_inputs,
     is_wide,
@@ -211,15 +213,19 @@ def validate_filter(spark: SparkSession, filter_sql: str) -> None:
 def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> PassResult:
     """One replication pass X→Y over X's events with seq > progress, in seq order (REP1).
 
-    Each event is (1) skipped if vt ≤ CVV-Y (CF1), (2) skipped if the filter rejects it (NULL rejects),
-    (3) with an admission projection P, blocks the pass if vt|P ≰ CVV-Y ⊔ the vts written earlier in the pass
-    (RFC2), (4) else written at Y with a new seq (see `transforms.renumber`). The new progress is the seq of the
-    last event decided before any block (REP2). Re-running from an older progress meets only events that CF1
-    skips, because CVV-Y then covers them (REP3).
+    Each event is (1) skipped if CVV-Y covers it, asked through its identity (CF1, RET4), (2) skipped if the
+    filter rejects it (NULL rejects), (3) with an admission projection P, blocks the pass if
+    (vt ⊔ identity)|P ≰ CVV-Y ⊔ the vts written earlier in the pass (RFC2), (4) else written at Y with a new
+    seq (see `transforms.renumber`). The new progress is the seq of the last event decided before any block
+    (REP2). Re-running from an older progress meets only events that CF1 skips, because CVV-Y then covers
+    them (REP3).
 
     Steps (1) compares with CVV-Y as it was when the pass started, not with CVV-Y grown by this pass's writes:
     an event covered only by events written earlier in the pass would causally precede one of them while
     being stored after it at X, which EM3 (I1) rules out, so both readings decide alike on a valid log.
+    The written segment's LUB is that of `vt ⊔ identity` (RET4): the vt entries over `spec.source_keys`,
+    and for the origins in `spec.identity_origins` (retired ids, whose vts may lack their own entry) the
+    largest origin_time.
 
     One job reads, classifies, writes and counts (`observe`); with a non-empty P, one aggregation before it
     finds the blocking event (`_admission_block`). A source vt holding a key outside `spec.source_keys`
@@ -232,17 +238,14 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         if spec.filter_sql is not None:
             validate_filter(spark, spec.filter_sql)
         keys = sorted(set(spec.source_keys))
+        origins = sorted(set(spec.identity_origins))
         wide = is_wide(keys)
         events = read_events(spark, store, spec.source_segments).where(F.col("seq") > F.lit(spec.progress))
-        if wide:
-            classified = classify_wide(events, target_cvv=spec.target_cvv, filter_sql=spec.filter_sql)
-        else:
-            classified = classify(
-                with_vt_entries(events, keys),
-                keys=keys,
-                target_cvv=spec.target_cvv,
-                filter_sql=spec.filter_sql,
-            )
+        classified = classify(
+            events if wide else with_vt_entries(events, keys),
+            target_cvv=spec.target_cvv,
+            filter_sql=spec.filter_sql,
+        )
         blocked_at = _admission_block(classified, spec, None if wide else keys) if spec.admission else None
         if blocked_at is not None:
             classified = classified.where(F.col("seq") < F.lit(blocked_at))
@@ -257,6 +260,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             if wide
             else [
                 *[F.max(F.when(written_row, F.col(f"_vt{i}"))).alias(f"lub{i}") for i in range(len(keys))],
+                *identity_columns(origins, where=written_row),
                 F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
             ]
         )
@@ -277,10 +281,10 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         if not stats["written"]:
             lub: dict[str, int] = {}
         elif wide:
-            lub = _lub_by_scan(read_events(spark, store, [spec.out_rel]))
+            lub = lub_by_scan(read_events(spark, store, [spec.out_rel]))
         else:
-            lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
-        outside_keys = bool(set(lub) - set(keys)) if wide else bool(stats["extra_keys"])
+            lub = lub_with_identities(stats, keys, origins)
+        outside_keys = bool(set(lub) - set(keys) - set(origins)) if wide else bool(stats["extra_keys"])
         if outside_keys:
             if store.is_local:
                 store.remove(spec.out_rel)
@@ -340,17 +344,26 @@ def compact(
     out_rel: str,
     *,
     keys: Sequence[str] | None = None,
+    identity_origins: Sequence[str] = (),
 ) -> SegmentStats:
     """Merge (small) segments into one segment at `out_rel` with the same rows, sorted by seq.
 
-    `keys` (the location's CVV keys) lets the LUB be gathered in the write; without them a small pass finds them.
+    `keys` (the keys the log's vts may hold) lets the LUB be gathered in the write; without them a small pass
+    finds them. `identity_origins`: see `write_segment`.
     """
     if not segment_paths:
         raise InvalidInput("no segments to compact")
     with spark_failures("compaction"):
         events = read_events(spark, store, segment_paths)
         merged = events.coalesce(1).sortWithinPartitions("seq")
-        stats = write_segment(spark, store, merged, out_rel, keys if keys is not None else _vt_keys(events))
+        stats = write_segment(
+            spark,
+            store,
+            merged,
+            out_rel,
+            keys if keys is not None else _vt_keys(events),
+            identity_origins=identity_origins,
+        )
     if stats is None:
         raise InvalidInput("the segments to compact hold no events")
     return stats
@@ -364,15 +377,18 @@ def rewrite_from(
     out_rel: str,
     *,
     keys: Sequence[str] | None = None,
+    identity_origins: Sequence[str] = (),
 ) -> RewriteResult:
     """Rewrite the segment that straddles a physical-deletion cut (DEL1): keep the events with seq ≥ `keep_from_seq`.
 
     Reports the kept part (None when nothing remains, and then no segment is left behind) and the dropped part,
-    whose vt LUB is what DEL2 merges into the DVV; both are gathered in the one job that writes.
+    whose LUB of `vt ⊔ identity` is what DEL2 merges into the DVV (RET4); both are gathered in the one job that
+    writes. `identity_origins`: see `write_segment`.
     """
     with spark_failures("rewriting a segment"):
         events = read_events(spark, store, [segment_path])
         keys = sorted(set(keys)) if keys is not None else _vt_keys(events)
+        origins = sorted(set(identity_origins))
         wide = is_wide(keys)
         cut = F.col("seq") < F.lit(keep_from_seq)
         dropped_obs = Observation("dropped")
@@ -387,18 +403,17 @@ def rewrite_from(
                 if wide
                 else [
                     *[F.max(F.when(cut, entry)).alias(f"lub{i}") for i, entry in enumerate(vt_entries(keys))],
+                    *identity_columns(origins, where=cut),
                     extra_keys_column(keys, where=cut),
                 ]
             ),
         )
-        kept = write_segment(spark, store, observed.where(~cut), out_rel, keys)
+        kept = write_segment(spark, store, observed.where(~cut), out_rel, keys, identity_origins=origins)
         d = dropped_obs.get
         dropped: SegmentStats | None = None
         if d["count"]:
-            if wide or d["extra_keys"]:
-                lub = _lub_by_scan(events.where(cut))
-            else:
-                lub = {k: int(d[f"lub{i}"]) for i, k in enumerate(keys) if d[f"lub{i}"]}
+            exact = wide or d["extra_keys"]
+            lub = lub_by_scan(events.where(cut)) if exact else lub_with_identities(d, keys, origins)
             dropped = SegmentStats(int(d["count"]), int(d["lo"]), int(d["hi"]), lub)
     return RewriteResult(kept=kept, dropped=dropped)
 
@@ -414,15 +429,19 @@ def write_segment(
     keys: Sequence[str],
     *,
     entries_ready: bool = False,
+    identity_origins: Sequence[str] = (),
 ) -> SegmentStats | None:
     """Write `events` as a new segment and return its statistics, gathered during the write.
 
-    The LUB is max(vt[k]) per k in `keys` (from `with_vt_entries`, already present when `entries_ready`);
-    should a vt hold a key outside them, the LUB is recomputed from the new segment, so the statistics are
-    right even when `keys` is incomplete. An empty result leaves no segment (on a remote store the empty
-    directory is an orphan that no catalog row names, and is collected).
+    The LUB is that of `vt ⊔ identity` (RET4): max(vt[k]) per k in `keys` (from `with_vt_entries`, already
+    present when `entries_ready`), and max(origin_time) per origin in `identity_origins` (the retired ids,
+    whose vts may have lost their own entry to a pruning); should a vt hold a key outside `keys`, the LUB is
+    recomputed from the new segment, so the statistics are right even when `keys` is incomplete. An empty
+    result leaves no segment (on a remote store the empty directory is an orphan that no catalog row names,
+    and is collected).
     """
     keys = sorted(set(keys))
+    origins = sorted(set(identity_origins))
     wide = is_wide(keys)
     if not entries_ready and not wide:
         events = with_vt_entries(events, keys)
@@ -438,6 +457,7 @@ def write_segment(
             if wide
             else [
                 *[F.max(f"_vt{i}").alias(f"lub{i}") for i in range(len(keys))],
+                *identity_columns(origins),
                 F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
             ]
         ),
@@ -449,17 +469,11 @@ def write_segment(
             store.remove(out_rel)
         return None
     if wide or stats["extra_keys"]:
-        lub = _lub_by_scan(read_events(spark, store, [out_rel]))
+        lub = lub_by_scan(read_events(spark, store, [out_rel]))
     else:
-        lub = {k: int(stats[f"lub{i}"]) for i, k in enumerate(keys) if stats[f"lub{i}"]}
+        lub = lub_with_identities(stats, keys, origins)
     return SegmentStats(int(stats["count"]), int(stats["lo"]), int(stats["hi"]), lub)
 
 
 def _vt_keys(events: DataFrame) -> list[str]:
     return sorted(r[0] for r in events.select(F.explode(F.map_keys("vt"))).distinct().collect())
-
-
-def _lub_by_scan(events: DataFrame) -> dict[str, int]:
-    """VT4 over all vts of `events` without knowing the keys in advance (explode + aggregate)."""
-    rows = events.select(F.explode("vt")).groupBy("key").agg(F.max("value").alias("v")).collect()
-    return {r["key"]: int(r["v"]) for r in sorted(rows, key=lambda r: str(r["key"])) if r["v"]}

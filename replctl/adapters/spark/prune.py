@@ -45,11 +45,13 @@ def prune_log(
     *,
     key: str,
     keys: Sequence[str],
+    identity_origins: Sequence[str] = (),
 ) -> list[SegmentStats | None]:
     """Rewrite each segment of one log without `key` in its vts; returns each new segment's statistics.
 
     `keys` are the keys the pruned vts may hold (the log's CVV keys without `key`), so each write gathers its
-    vt LUB as it goes (`jobs.write_segment`). The rows of a segment are mapped one to one, without a shuffle,
+    LUB as it goes (`jobs.write_segment`); the LUB keeps `key` through the identities of its events (RET4),
+    as it keeps the other `identity_origins`. The rows of a segment are mapped one to one, without a shuffle,
     so each file keeps its seq order; the seq range and count come back unchanged for the caller to check.
     A segment that held no rows yields None.
     """
@@ -58,5 +60,14 @@ def prune_log(
     with spark_failures(f"pruning {key} from the clocks of a log"):
         for rewrite in rewrites:
             events = read_events(spark, store, [rewrite.source])
-            out.append(write_segment(spark, store, without_key(events, key), rewrite.target, kept))
+            out.append(
+                write_segment(
+                    spark,
+                    store,
+                    without_key(events, key),
+                    rewrite.target,
+                    kept,
+                    identity_origins=sorted({*identity_origins, key}),
+                )
+            )
     return out

@@ -52,10 +52,14 @@ def truncate_below(
     out_rel: str,
     *,
     keys: Sequence[str],
+    identity_origins: Sequence[str] = (),
 ) -> SegmentStats | None:
-    """Write the events of one segment with seq < `keep_below` as a new segment (None when none survive)."""
+    """Write the events of one segment with seq < `keep_below` as a new segment (None when none survive).
+
+    `keys` and `identity_origins` are as for `jobs.write_segment`.
+    """
     if not store.exists(segment_path):
         return None
     with spark_failures("keeping the survivors of a damaged segment"):
         events = read_events(spark, store, [segment_path]).where(F.col("seq") < F.lit(keep_below))
-        return write_segment(spark, store, events, out_rel, keys)
+        return write_segment(spark, store, events, out_rel, keys, identity_origins=identity_origins)

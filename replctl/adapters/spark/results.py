@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class SegmentStats:
-    """What a segment row of the catalog records: row count, seq range and the LUB of its vts (VT4)."""
+    """What a segment row of the catalog records: row count, seq range and the LUB of `vt ⊔ identity` over
+    its events (VT4, RET4)."""
 
     count: int
     seq_lo: int
@@ -38,6 +39,7 @@ class PassSpec:
     target_seq: int
     out_rel: str
     source_keys: list[str]
+    identity_origins: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

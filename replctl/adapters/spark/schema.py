@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -71,8 +71,67 @@ def vt_entries(keys: Sequence[str], vt: str = "vt") -> list[Column]:
 
 
 def lub_columns(keys: Sequence[str], vt: str = "vt", prefix: str = "lub") -> list[Column]:
-    """Aggregates max(vt[k]) per key k (VT4), named `<prefix>0`, `<prefix>1`, ... in the order of `keys`."""
-    return [F.max(entry).alias(f"{prefix}{i}") for i, entry in enumerate(vt_entries(keys, vt))]
+    """Aggregates max over the events of `(vt ⊔ identity)[k]` per key k (VT4, RET4), named `<prefix>0`,
+    `<prefix>1`, ... in the order of `keys`: exact whether or not a vt lost its own entry to a pruning."""
+    return [
+        F.max(F.greatest(F.coalesce(entry, F.lit(0).cast("bigint")), own_entry(k))).alias(f"{prefix}{i}")
+        for i, (k, entry) in enumerate(zip(keys, vt_entries(keys, vt), strict=True))
+    ]
+
+
+def own_entry(key: str) -> Column:
+    """The event's identity as an entry of key `key`: origin_time where origin = key, else 0 (RET4)."""
+    return F.when(F.col("origin") == F.lit(key), F.col("origin_time")).otherwise(F.lit(0).cast("bigint"))
+
+
+def identity_columns(
+    origins: Sequence[str], *, where: Column | None = None, prefix: str = "own"
+) -> list[Column]:
+    """Aggregates max(origin_time) of the events of each origin in `origins`, named `<prefix>0`, ...
+
+    RET2 removes a pruned id from every vt while the identity keeps it (M3), so a LUB gathered from vt entries
+    alone would lose the events of a pruned origin; these aggregates give it back (RET4). `origins` are the
+    retired ids (only their vts can lack their own entry), usually none or a few, so the cost is a few
+    comparisons per row. `where` restricts them to the rows that satisfy a condition.
+    """
+    out = []
+    for i, origin in enumerate(origins):
+        mine = F.col("origin") == F.lit(origin)
+        if where is not None:
+            mine = mine & where
+        out.append(F.max(F.when(mine, F.col("origin_time"))).alias(f"{prefix}{i}"))
+    return out
+
+
+def lub_with_identities(
+    row: Mapping[str, Any], keys: Sequence[str], origins: Sequence[str], *, lub: str = "lub", own: str = "own"
+) -> dict[str, int]:
+    """The LUB of `vt ⊔ identity` from an observation holding `lub_columns`-like and `identity_columns`
+    aggregates (None = no row)."""
+    merged: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        if row[f"{lub}{i}"]:
+            merged[k] = int(row[f"{lub}{i}"])
+    for i, origin in enumerate(origins):
+        if row[f"{own}{i}"]:
+            merged[origin] = max(merged.get(origin, 0), int(row[f"{own}{i}"]))
+    return dict(sorted(merged.items()))
+
+
+def covering_vector(vt: str = "vt") -> Column:
+    """`vt ⊔ {origin: origin_time}` as a map column (RET4): what an event adds to a CVV or a DVV."""
+    column = F.col(vt)
+    own = F.greatest(F.col("origin_time"), F.coalesce(F.element_at(column, F.col("origin")), F.lit(0)))
+    return F.map_concat(
+        F.map_filter(column, lambda k, _v: k != F.col("origin")), F.create_map(F.col("origin"), own)
+    )
+
+
+def lub_by_scan(events: DataFrame) -> dict[str, int]:
+    """VT4 over `vt ⊔ identity` of all `events` (RET4) without knowing the keys in advance (explode +
+    aggregate)."""
+    rows = events.select(F.explode(covering_vector())).groupBy("key").agg(F.max("value").alias("v")).collect()
+    return {r["key"]: int(r["v"]) for r in sorted(rows, key=lambda r: str(r["key"])) if r["v"]}
 
 
 def extra_keys_column(

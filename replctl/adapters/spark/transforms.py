@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.schema import stored_vector, vector_literal, vt_entries, vt_entry
+from replctl.adapters.spark.schema import own_entry, stored_vector, vector_literal, vt_entries, vt_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # Decisions of REP1, in the order it takes them.
-SKIP_CAUSAL = 0  # (1) vt ≤ CVV-Y (CF1)
+SKIP_CAUSAL = 0  # (1) CVV-Y covers the event (CF1, through its identity: RET4)
 SKIP_FILTER = 1  # (2) the connection filter rejects it
 CANDIDATE = 2  # (3)/(4) admitted unless the admission check blocks it
 
@@ -96,24 +96,24 @@ def with_vt_entries(events: DataFrame, keys: Sequence[str]) -> DataFrame:
     return events.select("*", *entries).withColumn("_vt_other", F.size(F.col("vt")) - present)
 
 
-def classify(
-    events: DataFrame, *, keys: Sequence[str], target_cvv: Mapping[str, int], filter_sql: str | None
-) -> DataFrame:
+def covered_by_identity(target_cvv: Mapping[str, int]) -> Column:
+    """CF1 / REP1 (1) through the event's identity (RET4): `CVV-Y[origin] ≥ origin_time`.
+
+    One lookup in a literal map per row. Before any clock pruning it decides exactly as `vt ≤ CVV-Y` (the
+    event that raised `CVV-Y[origin]` that far is e or follows it, I3); after one it is the only test that
+    still sees a pruned origin's events, whose vts lost their own entry (RET2).
+    """
+    known = F.coalesce(F.element_at(vector_literal(target_cvv), F.col("origin")), F.lit(0).cast("bigint"))
+    return known >= F.col("origin_time")
+
+
+def classify(events: DataFrame, *, target_cvv: Mapping[str, int], filter_sql: str | None) -> DataFrame:
     """Add `decision` per REP1 steps (1) and (2): SKIP_CAUSAL, SKIP_FILTER or CANDIDATE.
 
-    `events` carry `with_vt_entries(keys)`, where `keys` are the keys of CVV-X, the only keys X's vts can
-    hold (I3 at X). CF1's vt ≤ CVV-Y is then a code-generated conjunction over those entries. A lambda
-    (`covered_by`) in the same expression would cost even on rows that never reach it (measured: the pass
-    spent about twice the CPU of a plain copy), so a vt with a key outside `keys` is classified as not
-    covered here and reported by `_vt_other`; the caller refuses such a pass rather than trust it.
-    No separate test of the vt's own entry comes first: it would search the vt's keys once more per row,
-    which costs more than the conjunction over entries already read.
-    A filter that evaluates to NULL rejects the event (a filter admits only what it affirms).
+    Step (1) is CF1 through the identity (`covered_by_identity`), one lookup per row whatever the width of the
+    vectors. A filter that evaluates to NULL rejects the event (a filter admits only what it affirms).
     """
-    causal: Column = F.col("_vt_other") == 0
-    for i, k in enumerate(keys):
-        causal = causal & (F.coalesce(F.col(f"_vt{i}"), F.lit(0)) <= F.lit(int(target_cvv.get(k, 0))))
-    decision = F.when(causal, F.lit(SKIP_CAUSAL))
+    decision = F.when(covered_by_identity(target_cvv), F.lit(SKIP_CAUSAL))
     if filter_sql is not None:
         decision = decision.when(~F.coalesce(F.expr(filter_sql), F.lit(False)), F.lit(SKIP_FILTER))
     return events.withColumn("decision", decision.otherwise(F.lit(CANDIDATE)))
@@ -130,37 +130,22 @@ def is_wide(keys: Sequence[str]) -> bool:
     return len(keys) > WIDE_VECTOR_KEYS
 
 
-def classify_wide(events: DataFrame, *, target_cvv: Mapping[str, int], filter_sql: str | None) -> DataFrame:
-    """`classify` for wide vectors: CF1 as a lambda over the vt's entries (`covered_by`), code of one size
-    whatever the number of keys.
-
-    The own-entry test comes first: a new event's own entry is ahead of the target, and the conjunction then
-    stops before the lambda, so only the duplicates pay for it. A key outside the source's keys is read as
-    VT1 says (0 at the target), so the decision is exact; the caller still refuses to record such a vector.
-    """
-    bound = vector_literal(target_cvv)
-    own = F.coalesce(F.element_at(F.col("vt"), F.col("origin")), F.lit(0))
-    causal = (own <= F.coalesce(F.element_at(bound, F.col("origin")), F.lit(0))) & covered_by(
-        F.col("vt"), bound
-    )
-    decision = F.when(causal, F.lit(SKIP_CAUSAL))
-    if filter_sql is not None:
-        decision = decision.when(~F.coalesce(F.expr(filter_sql), F.lit(False)), F.lit(SKIP_FILTER))
-    return events.withColumn("decision", decision.otherwise(F.lit(CANDIDATE)))
-
-
 def admission_refused(
     admission: Sequence[str], target_cvv: Mapping[str, int], keys: Sequence[str] | None = None
 ) -> Column:
-    """RFC2 / REP1 (3): vt|P ≰ CVV-Y, i.e. the event depends on an event of Y's side that Y lacks.
+    """RFC2 / REP1 (3): `(vt ⊔ identity)|P ≰ CVV-Y`, i.e. the event depends on (or is) an event of Y's side
+    that Y lacks.
 
     P is small and known, so this is a conjunction over P's keys (VT1: a missing key is 0), not a lambda.
-    With `keys`, the events carry `with_vt_entries(keys)` and P's entries among them are read from there.
+    With `keys`, the events carry `with_vt_entries(keys)` and P's entries among them are read from there. The
+    identity is merged per key (RET4): an event of P's side whose vt lost its own entry to a pruning is still
+    the event of that side it is.
     """
     index = {k: i for i, k in enumerate(keys or ())}
     refused = F.lit(False)
     for k in sorted(set(admission)):
         entry = F.coalesce(F.col(f"_vt{index[k]}"), F.lit(0).cast("bigint")) if k in index else vt_entry(k)
+        entry = F.greatest(entry, own_entry(k))
         refused = refused | (entry > F.lit(int(target_cvv.get(k, 0))).cast("bigint"))
     return refused
 

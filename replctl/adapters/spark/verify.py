@@ -12,7 +12,14 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from replctl.adapters.spark.results import InvariantViolation
-from replctl.adapters.spark.schema import extra_keys_column, lub_columns, read_events, vector_literal
+from replctl.adapters.spark.schema import (
+    covering_vector,
+    extra_keys_column,
+    lub_by_scan,
+    lub_columns,
+    read_events,
+    vector_literal,
+)
 from replctl.adapters.spark.session import spark_failures
 from replctl.adapters.spark.transforms import covered_by, is_wide
 from replctl.core.vectortime import VectorTime
@@ -84,7 +91,9 @@ def _segment_summaries(
             F.count(F.lit(1)).alias("count"),
             F.min("seq").alias("lo"),
             F.max("seq").alias("hi"),
-            F.min(F.when(~covered_by(F.col("vt"), vector_literal(cvv)), F.col("seq"))).alias("beyond_cvv"),
+            F.min(F.when(~covered_by(covering_vector(), vector_literal(cvv)), F.col("seq"))).alias(
+                "beyond_cvv"
+            ),
             F.min(F.when(F.col("seq") > F.lit(seq), F.col("seq"))).alias("beyond_seq"),
             *([] if wide else [extra_keys_column(keys), *lub_columns(keys)]),
         )
@@ -105,8 +114,13 @@ def _segment_summaries(
 
 
 def _wide_lubs(events: DataFrame) -> dict[str, dict[str, int]]:
-    """Per segment, the LUB of its vts (VT4) over every key they hold: one aggregation of the exploded entries."""
-    rows = events.select("segment", F.explode("vt")).groupBy("segment", "key").agg(F.max("value").alias("v"))
+    """Per segment, the LUB of `vt ⊔ identity` (VT4, RET4) over every key: one aggregation of the exploded
+    entries."""
+    rows = (
+        events.select("segment", F.explode(covering_vector()))
+        .groupBy("segment", "key")
+        .agg(F.max("value").alias("v"))
+    )
     lubs: dict[str, dict[str, int]] = {}
     for r in rows.collect():
         if r["v"]:
@@ -117,8 +131,7 @@ def _wide_lubs(events: DataFrame) -> dict[str, dict[str, int]]:
 def _stored_lub(events: DataFrame, per_segment: Mapping[str, Mapping[str, Any]]) -> VectorTime:
     if any(s["extra_keys"] for s in per_segment.values()):
         # A vt with a key outside every vector of the catalog: take the exact LUB (it breaks I3 anyway).
-        rows = events.select(F.explode("vt")).groupBy("key").agg(F.max("value").alias("v")).collect()
-        return VectorTime({r["key"]: r["v"] for r in rows})
+        return VectorTime(lub_by_scan(events))
     return VectorTime().merge(*[s["lub"] for s in per_segment.values()])
 
 
@@ -190,7 +203,7 @@ def _check_segments(
 def _check_cvv(
     cvv: Mapping[str, int], expected: VectorTime, *, first_beyond: int | None
 ) -> list[InvariantViolation]:
-    """I3: CVV = LUB(stored vts) ⊔ DVV ⊔ baselines (deleted vts are in the DVV, DEL2)."""
+    """I3: CVV = LUB(stored `vt ⊔ identity`) ⊔ DVV ⊔ baselines (deleted ones are in the DVV, DEL2; RET4)."""
     actual = VectorTime(cvv)
     if actual == expected:
         return []

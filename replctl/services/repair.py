@@ -1,0 +1,100 @@
+"""Giving catalogs pruned before RET4 their identities back (run by `replctl db upgrade`).
+
+An earlier replctl pruned a retired id Z from every CVV, DVV and baseline as well as from the vts, so a location
+added later took Z's events for its causal past and never received them, and segment rows lost Z from their
+LUBs. Rules RET2 and RET4 keep Z in every vector and ask coverage through the identity (origin, origin_time).
+
+The repair finds those prunings in the journal (a `location retire --prune-clock` operation with the step
+`prune-vectors`), reads the identity columns of every stored segment (names and two columns: cheap), restores
+each segment row's LUB and each location's vectors (`core.retirement.restored_location`), and records Z as
+pruned, all in one transaction under every lease. It is idempotent: a catalog with nothing to repair is left
+untouched, without reading the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore import LogStore
+from replctl.core.model import Location
+from replctl.core.retirement import LegacyPrune, restored_location
+from replctl.errors import EnvironmentFailure
+from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+
+LEGACY_PRUNE_COMMAND = "location retire --prune-clock"
+LEGACY_PRUNE_STEP = "prune-vectors"
+
+
+def legacy_prunes(tx: CatalogTransaction, locations: list[Location]) -> list[LegacyPrune]:
+    """The prunings whose vectors lost Z (journalled `prune-vectors`) and that are not yet repaired."""
+    found = []
+    for loc in locations:
+        if not loc.retired or loc.clock_pruned:
+            continue
+        for op in tx.find_operations(LEGACY_PRUNE_COMMAND, {"name": loc.name}):
+            step = next((s for s in op.steps if s.name == LEGACY_PRUNE_STEP), None)
+            if step is not None:
+                spread = frozenset(str(n) for n in step.detail.get("locations", []))
+                found.append(LegacyPrune(loc.name, int(op.plan.get("needed", 0)), spread))
+                break
+    return found
+
+
+def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any]:
+    """Restore what legacy prunings dropped; `{"repaired": [Z, ...], "locations": [...], "segments": N}`."""
+    with catalog.transaction(readonly=True) as tx:
+        locations = tx.locations()
+        prunes = legacy_prunes(tx, locations)
+    if not prunes:
+        return {"repaired": [], "locations": [], "segments": 0}
+    if not store.is_local:
+        raise EnvironmentFailure(
+            f"the catalog holds clock prunings of {', '.join(p.name for p in prunes)} made before this release; "
+            "giving them their identities back reads the log store, which is only done on a local store",
+            code="store",
+            hint="run `replctl db upgrade` where the store is a local path (or mounted as one)",
+        )
+
+    def body(ctx: OperationContext) -> dict[str, Any]:
+        from replctl.adapters.logstore.reader import identity_extent
+
+        origins = sorted(p.name for p in prunes)
+        changed_locations, changed_segments = [], 0
+        with ctx.transaction() as tx:
+            for loc in tx.locations():
+                stored: dict[str, tuple[int, int]] = {}
+                for seg in tx.segments(loc.name):
+                    extent = identity_extent(store, seg.path, origins)
+                    lub = seg.vt_lub.merge({z: hi for z, (_lo, hi) in extent.items()})
+                    if lub != seg.vt_lub:
+                        tx.set_segment_lub(seg.id, lub)
+                        changed_segments += 1
+                    for z, (lo, hi) in extent.items():
+                        before = stored.get(z, (lo, hi))
+                        stored[z] = (min(before[0], lo), max(before[1], hi))
+                after = restored_location(loc, prunes, stored)
+                if after.name in origins:
+                    after = replace(after, clock_pruned=True)
+                if after != loc:
+                    tx.put_location(after)
+                    changed_locations.append(loc.name)
+            ctx.step(
+                tx,
+                "repair-identities",
+                {"pruned": origins, "locations": changed_locations, "segments": changed_segments},
+            )
+        return {"repaired": origins, "locations": changed_locations, "segments": changed_segments}
+
+    with catalog.transaction(readonly=True) as tx:
+        everyone = [loc.name for loc in tx.locations()]
+    return operation(
+        catalog,
+        command="db repair-identities",
+        args={},
+        reason="restore the vector entries of clock prunings made before RET4",
+        resources=[TOPOLOGY, *(location_resource(n) for n in everyone)],
+        dry_run=False,
+        body=body,
+    )
