@@ -216,10 +216,12 @@ def replicate(
             app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete.
+        code = 5 if any(p["action"] == "failed" for p in out["passes"]) and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
-            return
+            return code
         table = Table(
             "connection",
             "state",
@@ -258,6 +260,7 @@ def replicate(
                     f"{d['deleted_upto']}",
                     markup=False,
                 )
+        return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
 
