@@ -61,6 +61,10 @@ def test_issue14_4_a_stored_filter_refused_when_read_marks_its_connection_failed
     assert status["reason"].endswith("; fix it: replctl topology filter A B --set EXPR")
     text = rc("status").stdout
     assert "A→B" in text and "failed" in text
+    page = rc.root / "report.html"
+    rc("report", "--html", str(page))
+    html = page.read_text()
+    assert 'class="failed-connections"' in html and "calls nosuchfn: not an allowed function" in html
 
 
 def test_issue14_4_a_filter_failing_in_spark_marks_it_failed_and_others_run(rc: Replctl) -> None:
