@@ -3,6 +3,7 @@ fails, its connection is marked `failed` with the reason, the other connections 
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 
 import pytest
@@ -87,3 +88,13 @@ def test_issue14_4_a_filter_failing_in_spark_marks_it_failed_and_others_run(rc: 
     doc = rc.json("replicate")
     assert rc.keys("B") == ["1"]
     assert rc.connection("A", "B")["state"] == "active"
+
+
+def test_issue14_4_a_store_failure_is_not_blamed_on_the_filter(rc: Replctl) -> None:
+    _fan_out(rc)
+    # The source's files are gone: the pass fails reading them, whatever its filter.
+    for segment in (rc.store / "A").iterdir():
+        shutil.rmtree(segment)
+    doc = rc.json("replicate", "A", "B", expect=6)
+    assert doc["error"]["code"] == "spark"
+    assert (rc.connection("A", "B")["state"], rc.connection("A", "B")["reason"]) == ("active", None)

@@ -23,9 +23,18 @@ if TYPE_CHECKING:
 def filter_failure(
     spark: SparkSession, store: LogStore, segments: Sequence[str], progress: int, filter_sql: str
 ) -> str | None:
-    """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None."""
+    """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None.
+
+    The same events are read first without the filter, every column it may see included: when that read
+    fails too, the store or the environment is at fault, not the filter, and None is returned.
+    """
+    seen = [F.col(name).isNotNull() for name in ("origin", "origin_time", "type", "key", "tags", "payload")]
     try:
         events = read_events(spark, store, segments).where(F.col("seq") > F.lit(progress))
+        events.select(F.count_if(F.greatest(*seen))).collect()
+    except Exception:
+        return None
+    try:
         events.select(F.count_if(F.coalesce(F.expr(filter_sql), F.lit(False)))).collect()
     except Exception as exc:
         text = str(exc).strip()
