@@ -75,6 +75,13 @@ def _check_schema(file: Path, schema: pa.Schema) -> None:
     import pyarrow as pa
 
     allowed = ", ".join(ALLOWED)
+    repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
+    if repeated:
+        raise InvalidInput(
+            f"{file}: column {repeated[0]!r} appears more than once",
+            code="bad-file",
+            details={"column": repeated[0]},
+        )
     for field in schema:
         if field.name not in ALLOWED:
             raise InvalidInput(

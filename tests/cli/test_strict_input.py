@@ -156,3 +156,10 @@ def test_issue19_8_reasons_and_filters_are_printed_with_control_characters_escap
     assert shown in rc("ops", "list").stdout
     assert "key = 'a\\033[31m'" in rc("status").stdout  # sqlglot writes it as Spark's octal escape
     assert rc.json("topology", "history")["changes"][-1]["reason"] == reason  # JSON keeps the text itself
+
+
+def test_issue19_8_a_repeated_parquet_column_is_refused(rc: Replctl, tmp_path: Path) -> None:
+    file = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["key", "key"]), file)
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["message"] == f"{file}: column 'key' appears more than once"
