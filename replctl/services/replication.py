@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.spark.results import PassResult, SegmentStats
+from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location
 from replctl.core.replication import PassAction, admission_refuses, admission_to_check, plan_pass
 from replctl.core.topology_rules import admission_projection
@@ -129,16 +129,21 @@ def run_pass(
         )
     if failure is None and plan.action is PassAction.COPY:
         return _copy(ctx, engine, conn, plan, base)
+
     out_rel = engine.store.new_segment_path(target_name, target.seq + 1)
     job = failure or _replicate_job(
         engine,
         conn,
-        plan,
-        source=source,
-        target=target,
-        admission=admission,
-        out_rel=out_rel,
-        filter_sql=recovery_filter if recovery else conn.filter,
+        PassSpec(
+            source_segments=[s.path for s in plan.segments],
+            progress=conn.progress,
+            target_cvv=target.cvv.to_dict(),
+            filter_sql=recovery_filter if recovery else conn.filter,
+            admission=admission,
+            target_seq=target.seq,
+            out_rel=out_rel,
+            source_keys=sorted(source.cvv),
+        ),
     )
     if isinstance(job, str):
         return _fail(ctx, conn, base, job)
@@ -161,39 +166,15 @@ def _stored_filter_failure(conn: Connection) -> str | None:
     return None
 
 
-def _replicate_job(
-    engine: Engine,
-    conn: Connection,
-    plan: Any,
-    *,
-    source: Location,
-    target: Location,
-    admission: list[str],
-    out_rel: str,
-    filter_sql: str | None,
-) -> PassResult | str:
+def _replicate_job(engine: Engine, conn: Connection, spec: PassSpec) -> PassResult | str:
     """Run the pass in Spark; the reason instead when the connection's own filter made it fail (issue 14)."""
     from replctl.adapters.spark import jobs
-    from replctl.adapters.spark.results import PassSpec
 
     try:
-        return jobs.replicate_pass(
-            engine.spark(),
-            engine.store,
-            PassSpec(
-                source_segments=[s.path for s in plan.segments],
-                progress=conn.progress,
-                target_cvv=target.cvv.to_dict(),
-                filter_sql=filter_sql,
-                admission=admission,
-                target_seq=target.seq,
-                out_rel=out_rel,
-                source_keys=sorted(source.cvv),
-            ),
-        )
+        return jobs.replicate_pass(engine.spark(), engine.store, spec)
     except (BadFilter, EnvironmentFailure) as exc:
         # Only the connection's own filter marks it failed; a recovery's filter (DR3) fails the recovery.
-        failure = _filter_failure(engine, conn, plan.segments, exc) if filter_sql == conn.filter else None
+        failure = _filter_failure(engine, conn, spec, exc) if spec.filter_sql == conn.filter else None
         if failure is None:
             raise
         return failure
@@ -258,7 +239,7 @@ def _commit_run(
     )
 
 
-def _filter_failure(engine: Engine, conn: Connection, segments: Any, error: Exception) -> str | None:
+def _filter_failure(engine: Engine, conn: Connection, spec: PassSpec, error: Exception) -> str | None:
     """Why the pass failed, when its filter is to blame (issue 14); None when something else is."""
     if conn.filter is None:
         return None
@@ -266,9 +247,7 @@ def _filter_failure(engine: Engine, conn: Connection, segments: Any, error: Exce
         return f"filter refused by Spark: {error.message}"
     from replctl.adapters.spark.filtercheck import filter_failure
 
-    failure = filter_failure(
-        engine.spark(), engine.store, [s.path for s in segments], conn.progress, conn.filter
-    )
+    failure = filter_failure(engine.spark(), engine.store, spec.source_segments, spec.progress, conn.filter)
     return None if failure is None else f"filter failed in Spark: {failure}"
 
 
