@@ -35,6 +35,7 @@ _STATE_COLOURS = {
     "active": "#2563eb",
     "pending": "#d97706",
     "blocked": "#dc2626",
+    "failed": "#be123c",
     "removed": "#9ca3af",
 }
 _FILTER_COLOUR = "#7c3aed"
@@ -367,6 +368,7 @@ def _legend() -> str:
         (line(_STATE_COLOURS["active"]), "active connection (arrow: direction events flow)"),
         (line(_STATE_COLOURS["pending"]), "pending: waits for its start rule (ADD1)"),
         (line(_STATE_COLOURS["blocked"]), "blocked until recovery (DR5)"),
+        (line(_STATE_COLOURS["failed"]), "failed: its filter failed; set a new one"),
         (line(_STATE_COLOURS["removed"], dash=True), "history edge: removed or superseded (H2)"),
         (
             line(_STATE_COLOURS["active"], band=True),
@@ -526,6 +528,7 @@ def pending_html(doc: Mapping[str, Any]) -> str:
         )
     connections = doc.get("connections") or []
     for state, title, hint in (
+        ("failed", "Failed filters", "replctl topology filter SOURCE TARGET --set EXPR"),
         ("blocked", "Blocked recoveries (DR5)", "replctl recover location TARGET (or --accept-loss)"),
         ("pending", "Pending connections (ADD1)", "retried by every replctl replicate"),
     ):
@@ -581,7 +584,7 @@ def _cards(doc: Mapping[str, Any]) -> str:
     connections = doc.get("connections") or []
     current = [c for c in connections if c["state"] != "removed"]
     retired = sum(1 for loc in locations if loc["state"] == "retired")
-    waiting = sum(1 for c in current if c["state"] in ("pending", "blocked"))
+    waiting = sum(1 for c in current if c["state"] in ("pending", "blocked", "failed"))
     lag = sum(int(c.get("lag") or 0) for c in current)
     deletions = len(doc.get("pending_deletions") or [])
     cards = [

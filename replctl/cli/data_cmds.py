@@ -11,6 +11,8 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
+from replctl.cli.render import cell
+from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
 log_app = typer.Typer(help="Local event logs: append, show, verify.", no_args_is_help=True)
@@ -26,6 +28,15 @@ def append(
     file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")] = None,
     generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
+    max_payload_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-payload-bytes",
+            envvar="REPLCTL_MAX_PAYLOAD_BYTES",
+            min=1,
+            help="Refuse an event whose payload's JSON text is longer (UTF-8 bytes).",
+        ),
+    ] = MAX_PAYLOAD_BYTES,
     dry_run: DryRun = False,
 ) -> None:
     """Append events at a read-write location (EM1 assigns seq, origin, origin_time and vt)."""
@@ -33,7 +44,7 @@ def append(
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        source = logs.read_source(event or [], file, generate, seed)
+        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes)
         return logs.append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )
@@ -216,10 +227,12 @@ def replicate(
             app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete.
+        code = 5 if any(p["action"] == "failed" for p in out["passes"]) and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
-            return
+            return code
         table = Table(
             "connection",
             "state",
@@ -241,7 +254,7 @@ def replicate(
                 f"{p['skipped_causal']}/{p['skipped_filter']}",
                 "" if p["blocked_at"] is None else str(p["blocked_at"]),
                 str(p["progress"]),
-                p["reason"] or "",
+                cell(p["reason"]),
             )
         stdout().print(table)
         for d in out["deletions"]:
@@ -258,6 +271,7 @@ def replicate(
                     f"{d['deleted_upto']}",
                     markup=False,
                 )
+        return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
 

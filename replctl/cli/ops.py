@@ -7,9 +7,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from replctl.cli.boundary import run
+from replctl.cli.boundary import printable, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
+from replctl.cli.render import cell
 from replctl.errors import UnknownName
 
 app = typer.Typer(help="The operation journal.", no_args_is_help=True)
@@ -54,7 +55,7 @@ def list_(
             return
         table = Table("id", "started", "command", "outcome", "reason")
         for op in ops:
-            table.add_row(op.id[:8], str(op.started_at)[:19], op.command, op.outcome, op.reason or "")
+            table.add_row(op.id[:8], str(op.started_at)[:19], cell(op.command), op.outcome, cell(op.reason))
         stdout().print(table)
 
     run(ctx, action, render)
@@ -86,7 +87,9 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
             return
         console = stdout()
         console.print(f"{op.id} {op.command} → {op.outcome}", markup=False)
-        console.print(f"by {op.actor}@{op.host} at {op.started_at}; reason: {op.reason or '-'}", markup=False)
+        console.print(
+            printable(f"by {op.actor}@{op.host} at {op.started_at}; reason: {op.reason or '-'}"), markup=False
+        )
         if op.args.get("plan_file"):  # run by `replctl apply` (services.plans.AppliedPlan.journal_args)
             console.print(
                 f"applied from the plan {op.args['plan_file']} (sha256 {op.args.get('plan_sha256')}, "

@@ -6,8 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
+from replctl.cli.boundary import printable
 from replctl.cli.output import emit_json, stderr, stdout
 from replctl.core.model import Change, Connection
 from replctl.services.views import location_json
@@ -45,8 +47,18 @@ def change_json(change: Change) -> dict[str, Any]:
     return doc
 
 
+def cell(value: str | None) -> Text:
+    """Operator-typed text (a reason, a filter, a name) for a table cell: control characters escaped, and no
+    Rich markup, so that it can neither rewrite the terminal nor restyle the table (issue 19)."""
+    return Text(printable(value or ""))
+
+
 def describe_change(change: Change) -> str:
-    """One line for a human."""
+    """One line for a human, control characters escaped."""
+    return printable(_describe(change))
+
+
+def _describe(change: Change) -> str:
     k = change.kind.value
     if change.source and change.target:
         text = f"{k} {change.source}→{change.target}"
@@ -92,7 +104,9 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
         if conn["state"] == "active":
             console.print(f"{conn['source']}→{conn['target']}: {verb} now", markup=False)
         else:
-            console.print(f"{conn['source']}→{conn['target']}: pending; {conn['reason']}", markup=False)
+            console.print(
+                f"{conn['source']}→{conn['target']}: pending; {printable(conn['reason'] or '')}", markup=False
+            )
         if conn.get("baseline"):
             console.print(
                 f"  history {conn['history']}: {conn['target']} merges {conn['baseline']}", markup=False
@@ -175,9 +189,9 @@ def _tree(console: Console, view: TopologyView, current: Current) -> None:
         for (s, t), conn in sorted(current.items()):
             if s == loc.name:
                 extra = f" filter: {conn.filter}" if conn.filter else ""
-                node.add(f"→ {t} [{conn.state.value}]{extra}")
+                node.add(Text(printable(f"→ {t} [{conn.state.value}]{extra}")))
     for name, members in sorted(view.state.groups.items()):
-        tree.add(f"group {name}: {', '.join(sorted(members))}")
+        tree.add(Text(printable(f"group {name}: {', '.join(sorted(members))}")))
     console.print(tree)
 
 
@@ -190,20 +204,20 @@ def _table(console: Console, view: TopologyView, current: Current) -> None:
             s,
             t,
             conn.state.value if conn else "removed",
-            (conn.filter or "") if conn else "",
+            cell(conn.filter) if conn else "",
             "yes" if (s, t) in state.ever_filtered else "",
             conn.history.value if conn else "",
         )
     console.print(table)
     for name, members in sorted(state.groups.items()):
-        console.print(f"group {name}: {', '.join(sorted(members))}", markup=False)
+        console.print(printable(f"group {name}: {', '.join(sorted(members))}"), markup=False)
 
 
 def render_history(console: Console, changes: list[Change]) -> None:
     """`topology history` as a table."""
     table = Table("id", "at", "change", "reason")
     for c in changes:
-        table.add_row(str(c.id), str(c.at or ""), describe_change(c), c.reason or "")
+        table.add_row(str(c.id), str(c.at or ""), Text(describe_change(c)), cell(c.reason))
     console.print(table)
 
 
@@ -228,8 +242,8 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
             c["state"],
             str(c["progress"]),
             str(c.get("lag", "")),
-            c["filter"] or "",
-            c["reason"] or "",
+            cell(c["filter"]),
+            cell(c["reason"]),
         )
     console.print(conns)
     matrix = doc.get("matrix")
@@ -238,8 +252,8 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
         for name, row in matrix["rows"].items():
             cells = []
             for o in matrix["origins"]:
-                cell = row[o]
-                cells.append(f"{cell['max']}" + (f" ({cell['deleted']})" if cell["deleted"] else ""))
+                entry = row[o]
+                cells.append(f"{entry['max']}" + (f" ({entry['deleted']})" if entry["deleted"] else ""))
             grid.add_row(name, *cells)
         console.print(grid)
     for p in doc.get("pending_deletions", []):

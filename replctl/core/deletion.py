@@ -96,6 +96,8 @@ def cut_segments(segments: list[Segment], upto: int) -> SegmentCut:
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# The longest age --older-than takes: far beyond any retention, and far from the first year of the calendar.
+MAX_AGE = timedelta(days=100_000)
 
 
 def parse_age(text: str) -> timedelta:
@@ -107,4 +109,16 @@ def parse_age(text: str) -> timedelta:
             code="bad-number",
             hint="e.g. --older-than 30d",
         )
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    unit = _UNITS[match.group(2)]
+    try:
+        age = timedelta(**{unit: int(match.group(1))})
+    except OverflowError:
+        age = MAX_AGE + MAX_AGE
+    if age > MAX_AGE:
+        # The cut is taken from the clock: an age reaching before the calendar's first year has no date.
+        raise InvalidInput(
+            f"--older-than {text.strip()} is longer than {MAX_AGE.days} days",
+            code="bad-number",
+            hint="e.g. --older-than 30d; to delete a whole log, use --upto with its last seq",
+        )
+    return age

@@ -19,6 +19,9 @@ from typing import Any
 from replctl.errors import InvalidInput
 
 ALLOWED = ("type", "key", "tags", "payload")
+# The default limit on one payload's JSON text, in UTF-8 bytes (`log append --max-payload-bytes`): a payload is
+# held whole in one row of Spark's driver and executors, so a huge one exhausts their memory instead of failing.
+MAX_PAYLOAD_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,11 @@ class NewEvent:
         return {"type": self.type, "key": self.key, "tags": list(self.tags), "payload": self.payload}
 
 
-def parse_event(value: Any, where: str) -> NewEvent:
-    """One decoded JSON value → `NewEvent`, or InvalidInput (exit 2) saying where and what."""
+def parse_event(value: Any, where: str, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> NewEvent:
+    """One decoded JSON value → `NewEvent`, or InvalidInput (exit 2) saying where and what.
+
+    `tags`, when given, is a list of strings: null, false, 0, {} or "" are refused, not read as no tags.
+    """
     if not isinstance(value, dict):
         raise InvalidInput(
             f"{where}: an event is a JSON object, got {type(value).__name__}", code="bad-event"
@@ -51,9 +57,11 @@ def parse_event(value: Any, where: str) -> NewEvent:
     for name in ("type", "key"):
         if value.get(name) is not None and not isinstance(value[name], str):
             raise InvalidInput(f"{where}: {name} must be a string", code="bad-event")
-    tags = value.get("tags") or []
+    tags = value.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InvalidInput(f"{where}: tags must be a list of strings", code="bad-event")
+        raise InvalidInput(
+            f"{where}: tags must be a list of strings, got {json.dumps(tags)[:40]}", code="bad-event"
+        )
     payload = value.get("payload")
     try:
         text = None if payload is None else json.dumps(payload, sort_keys=True, allow_nan=False)
@@ -62,7 +70,31 @@ def parse_event(value: Any, where: str) -> NewEvent:
             f"{where}: payload holds NaN or Infinity, which JSON has not", code="bad-event"
         ) from exc
     _require_utf8(where, [value.get("type"), value.get("key"), *tags, payload])
+    check_payload_size(text, where, max_payload_bytes)
     return NewEvent(type=value.get("type"), key=value.get("key"), tags=tuple(tags), payload=text)
+
+
+def check_payload_size(text: str | None, where: str, max_payload_bytes: int) -> None:
+    """Refuse a payload whose JSON text is longer than `max_payload_bytes` in UTF-8 (exit 2)."""
+    if text is None or len(text) * 4 <= max_payload_bytes:
+        return  # a cheap bound first: at most four bytes a character
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_payload_bytes:
+        raise InvalidInput(
+            f"{where}: the payload is {size} bytes of JSON, more than the limit of {max_payload_bytes}",
+            code="bad-event",
+            hint="store large documents elsewhere and put a reference in the payload, or raise "
+            "--max-payload-bytes",
+        )
+
+
+def check_payload_text(text: str, where: str) -> None:
+    """Refuse a payload given as text (a Parquet input's column) that is not one JSON value (exit 2)."""
+    try:
+        json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(":", 1)[0]
+        raise InvalidInput(f"{where}: payload is not JSON text ({reason})", code="bad-event") from exc
 
 
 def _require_utf8(where: str, values: list[Any]) -> None:
@@ -90,7 +122,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_event_text(text: str, where: str) -> NewEvent:
+def parse_event_text(text: str, where: str, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> NewEvent:
     """A JSON text → `NewEvent`."""
     try:
         value = json.loads(text, parse_constant=_no_constant)
@@ -104,19 +136,23 @@ def parse_event_text(text: str, where: str) -> NewEvent:
         raise InvalidInput(f"{where}: not valid JSON ({reason})", code="bad-event") from exc
     except RecursionError as exc:
         raise InvalidInput(f"{where}: not valid JSON (nested too deeply)", code="bad-event") from exc
-    return parse_event(value, where)
+    return parse_event(value, where, max_payload_bytes)
 
 
-def parse_jsonl(data: bytes, name: str) -> list[NewEvent]:
-    """A whole `.jsonl` file; the first bad line refuses the whole file (nothing is written)."""
+def parse_jsonl(data: bytes, name: str, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> list[NewEvent]:
+    """A whole `.jsonl` file; the first bad line refuses the whole file (nothing is written).
+
+    Lines end at a line feed (an optional carriage return before it is dropped) and nowhere else: JSON
+    strings may hold U+2028, U+2029, form feeds and other characters Python also counts as line breaks.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{name}: not UTF-8 (byte {exc.start})", code="bad-event") from exc
     events = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
-            events.append(parse_event_text(line, f"{name}:{number}"))
+            events.append(parse_event_text(line.removesuffix("\r"), f"{name}:{number}", max_payload_bytes))
     if not events:
         raise InvalidInput(f"{name}: no events in the file", code="bad-event")
     return events

@@ -34,6 +34,7 @@ class ConnectionState(StrEnum):
     PENDING = "pending"  # ADD1: waits until DVV-X ≤ CVV-Y
     ACTIVE = "active"
     BLOCKED = "blocked"  # DR5: would be event recovery in disguise
+    FAILED = "failed"  # its filter failed when a pass ran it; the next pass or a new filter retries it
     REMOVED = "removed"
 
 

@@ -179,6 +179,14 @@ def plan_filter(state: TopologyState, src: str, dst: str, filter: str | None) ->
 def plan_group_declare(state: TopologyState, name: str, members: Iterable[str]) -> Decision:
     """`topology group NAME MEMBER...`: declare or change a group (RFC1), checked like every change (F2)."""
     wanted = list(dict.fromkeys(members))
+    if not LOCATION_ID.fullmatch(name):
+        # A group name is printed and recorded as a location id is: the same characters (issue 19).
+        return _refuse(
+            "bad-name",
+            f"group name {name!r} is not allowed: use 1 to 64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit",
+            hint="e.g. replctl topology group app-eu A B",
+        )
     if name in state.roles:
         return _refuse(
             "name-taken",

@@ -17,7 +17,7 @@ from typing import Any
 
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.core.events import NewEvent, parse_event_text, parse_jsonl
+from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
 from replctl.core.model import LocationState, Role, Segment
 from replctl.core.retirement import clocks
@@ -57,8 +57,18 @@ class AppendSource:
         return f"sha256:{sha.hexdigest()}"
 
 
-def read_source(event_texts: list[str], file: Path | None, generate: int | None, seed: int) -> AppendSource:
-    """Parse and validate the input before anything is written (a bad one exits 2, nothing changes)."""
+def read_source(
+    event_texts: list[str],
+    file: Path | None,
+    generate: int | None,
+    seed: int,
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+) -> AppendSource:
+    """Parse and validate the input before anything is written (a bad one exits 2, nothing changes).
+
+    Every path gets the same checks (issue 19): `--event`, a `.jsonl` file and a Parquet file or folder
+    (`adapters.eventfile`, before Spark reads it), each payload within `max_payload_bytes`.
+    """
     given = sum([bool(event_texts), file is not None, generate is not None])
     if given != 1:
         raise InvalidInput(
@@ -74,14 +84,19 @@ def read_source(event_texts: list[str], file: Path | None, generate: int | None,
         if file.is_dir() or file.suffix == ".parquet":
             if not file.exists():
                 raise InvalidInput(f"no such file: {file}", code="bad-file")
+            from replctl.adapters.eventfile import check_parquet_events
+
+            check_parquet_events(file, max_payload_bytes)
             return AppendSource(parquet=str(file.resolve()))  # a Parquet file or a folder of them
         if not file.is_file():
             raise InvalidInput(f"no such file: {file}", code="bad-file")
         if file.suffix != ".jsonl":
             raise InvalidInput(f"{file}: expected a .jsonl or .parquet file", code="bad-file")
-        return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name)))
+        return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name, max_payload_bytes)))
     return AppendSource(
-        events=tuple(parse_event_text(t, f"--event #{i}") for i, t in enumerate(event_texts, 1))
+        events=tuple(
+            parse_event_text(t, f"--event #{i}", max_payload_bytes) for i, t in enumerate(event_texts, 1)
+        )
     )
 
 
@@ -133,6 +148,7 @@ def append(
             count = source.generate or len(source.events) or None
             return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
         from replctl.adapters.spark import jobs
+        from replctl.adapters.spark.paths import literal_path
 
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         stats = jobs.append_events(
@@ -140,7 +156,8 @@ def append(
             engine.store,
             name,
             events=[e.as_row() for e in source.events] if source.events else None,
-            parquet_path=source.parquet,
+            # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
+            parquet_path=None if source.parquet is None else literal_path(source.parquet),
             generate=source.generate,
             seed=source.seed,
             start_seq=loc.seq + 1,

@@ -11,14 +11,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.spark.results import SegmentStats
-from replctl.core.model import Connection, ConnectionState
+from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.core.model import Connection, ConnectionState, Location
 from replctl.core.replication import PassAction, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, UnknownName
+from replctl.errors import BadFilter, EnvironmentFailure, UnknownName
 from replctl.failpoints import hit
+from replctl.filterexpr import check_stored
 from replctl.services.deletion import retry_pending
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
@@ -95,10 +96,13 @@ def run_pass(
         projection = sorted(admission_projection(load_state(tx), source_name, target_name))
         # RFC2: only a projection that some event the pass reads can exceed costs a scan (and rules out the copy).
         admission = list(admission_to_check(projection, segments, conn, target.cvv))
+    # A failed connection was active, or had just met ADD1, when its filter failed (`_fail`): it is planned as
+    # active and stays failed until a pass runs its filter without failing, or the filter is changed.
+    was_failed = conn.state is ConnectionState.FAILED and not recovery
     plan = plan_pass(
         source,
         target,
-        conn,
+        replace(conn, state=ConnectionState.ACTIVE) if was_failed else conn,
         segments,
         recovery=recovery,
         admission=bool(admission),
@@ -118,22 +122,20 @@ def run_pass(
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
         return replace(base, action=action, progress=plan.new_progress)
-    if ctx.dry_run:
+    failure = None if recovery else _stored_filter_failure(conn)
+    if failure is None and ctx.dry_run:
         return replace(
             base,
             action="would-copy" if plan.action is PassAction.COPY else "would-run",
             progress=conn.progress,
         )
-    if plan.action is PassAction.COPY:
+    if failure is None and plan.action is PassAction.COPY:
         return _copy(ctx, engine, conn, plan, base)
 
-    from replctl.adapters.spark import jobs
-    from replctl.adapters.spark.results import PassSpec
-
     out_rel = engine.store.new_segment_path(target_name, target.seq + 1)
-    result = jobs.replicate_pass(
-        engine.spark(),
-        engine.store,
+    job = failure or _replicate_job(
+        engine,
+        conn,
         PassSpec(
             source_segments=[s.path for s in plan.segments],
             progress=conn.progress,
@@ -146,31 +148,74 @@ def run_pass(
             identity_origins=clk.identity_origins,
         ),
     )
+    if isinstance(job, str):
+        return _fail(ctx, conn, base, job)
     if projection and not admission:
-        _check_skipped_admission(engine, out_rel, result.segment, projection, target.cvv)
+        _check_skipped_admission(engine, out_rel, job.segment, projection, target.cvv)
     hit("replicate.after-write")  # segment files written, catalog not yet: they must stay unread
+    return _commit_run(
+        ctx, conn, activate=plan.activate or was_failed, target=target, out_rel=out_rel, result=job, base=base
+    )
+
+
+def _stored_filter_failure(conn: Connection) -> str | None:
+    """Issue 19: a stored filter is re-validated when it is read; why it is refused, or None."""
+    if conn.filter is None:
+        return None
+    try:
+        check_stored(conn.filter)
+    except BadFilter as exc:
+        return f"filter refused: {exc.message}"
+    return None
+
+
+def _replicate_job(engine: Engine, conn: Connection, spec: PassSpec) -> PassResult | str:
+    """Run the pass in Spark; the reason instead when the connection's own filter made it fail (issue 14)."""
+    from replctl.adapters.spark import jobs
+
+    try:
+        return jobs.replicate_pass(engine.spark(), engine.store, spec)
+    except (BadFilter, EnvironmentFailure) as exc:
+        # Only the connection's own filter marks it failed; a recovery's filter (DR3) fails the recovery.
+        failure = _filter_failure(engine, conn, spec, exc) if spec.filter_sql == conn.filter else None
+        if failure is None:
+            raise
+        return failure
+
+
+def _commit_run(
+    ctx: OperationContext,
+    conn: Connection,
+    *,
+    activate: bool,
+    target: Location,
+    out_rel: str,
+    result: PassResult,
+    base: PassReport,
+) -> PassReport:
+    """Commit a pass that ran: the new segment, Y's seq and CVV and the progress, in one transaction (REP3)."""
     with ctx.transaction() as tx:
-        current_target = get_location(tx, target_name)
+        current_target = get_location(tx, target.name)
         if current_target.seq != target.seq:
             raise EnvironmentFailure(
-                f"{target_name} changed during the pass; re-run replicate", code="concurrent-change"
+                f"{target.name} changed during the pass; re-run replicate", code="concurrent-change"
             )
         if result.segment is not None:
             seg = result.segment
             tx.add_segment(
-                target_name, out_rel, seg.seq_lo, seg.seq_hi, seg.count, VectorTime(seg.vt_lub), ctx.id
+                target.name, out_rel, seg.seq_lo, seg.seq_hi, seg.count, VectorTime(seg.vt_lub), ctx.id
             )
             # EM2: merge every written vt into CVV-Y.
             tx.put_location(
                 replace(current_target, seq=seg.seq_hi, cvv=current_target.cvv | VectorTime(seg.vt_lub))
             )
-        _commit(ctx, tx, conn, plan.activate, result.progress)
+        _commit(ctx, tx, conn, activate, result.progress)
         ctx.step(
             tx,
             "pass",
             {
-                "source": source_name,
-                "target": target_name,
+                "source": conn.source,
+                "target": conn.target,
                 "written": result.written,
                 "progress": result.progress,
                 "segment": out_rel if result.segment else None,
@@ -180,11 +225,12 @@ def run_pass(
     reason = None
     if result.blocked_at is not None:
         reason = (
-            f"blocked [RFC2] at {source_name} seq {result.blocked_at}: its group part is ahead of "
-            f"{target_name}; it is delivered once the group catches up"
+            f"blocked [RFC2] at {conn.source} seq {result.blocked_at}: its group part is ahead of "
+            f"{conn.target}; it is delivered once the group catches up"
         )
     return replace(
         base,
+        state=ConnectionState.ACTIVE.value if activate else base.state,
         action="ran",
         examined=result.examined,
         written=result.written,
@@ -194,6 +240,35 @@ def run_pass(
         progress=result.progress,
         reason=reason,
     )
+
+
+def _filter_failure(engine: Engine, conn: Connection, spec: PassSpec, error: Exception) -> str | None:
+    """Why the pass failed, when its filter is to blame (issue 14); None when something else is."""
+    if conn.filter is None:
+        return None
+    if isinstance(error, BadFilter):
+        return f"filter refused by Spark: {error.message}"
+    from replctl.adapters.spark.filtercheck import filter_failure
+
+    failure = filter_failure(engine.spark(), engine.store, spec.source_segments, spec.progress, conn.filter)
+    return None if failure is None else f"filter failed in Spark: {failure}"
+
+
+def _fail(ctx: OperationContext, conn: Connection, base: PassReport, reason: str) -> PassReport:
+    """Issue 14: mark the connection `failed` with the reason; nothing else changes, other passes go on.
+
+    The row is read again: a filter changed meanwhile is not the one that failed, and is left alone.
+    """
+    reason = f"{reason}; fix it: replctl topology filter {conn.source} {conn.target} --set EXPR"
+    if not ctx.dry_run:
+        with ctx.transaction() as tx:
+            current = tx.connection(conn.source, conn.target)
+            if current is not None and current.current and current.filter == conn.filter:
+                tx.put_connection(replace(current, state=ConnectionState.FAILED, reason=reason))
+                ctx.step(
+                    tx, "filter-failed", {"source": conn.source, "target": conn.target, "reason": reason}
+                )
+    return replace(base, state=ConnectionState.FAILED.value, action="failed", reason=reason)
 
 
 def _check_skipped_admission(
@@ -301,10 +376,12 @@ def replicate_all(
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         reports: list[PassReport] = []
+        failed: set[tuple[str, str]] = set()  # a connection whose filter failed is not retried in this run
         for _ in range(MAX_ROUNDS):
             with ctx.transaction() as tx:
                 pairs = [(c.source, c.target) for c in tx.connections() if c.current]
-            round_reports = [run_pass(ctx, engine, s, t) for s, t in sorted(pairs)]
+            round_reports = [run_pass(ctx, engine, s, t) for s, t in sorted(pairs) if (s, t) not in failed]
+            failed |= {(r.source, r.target) for r in round_reports if r.action == "failed"}
             reports.extend(round_reports)
             if dry_run or not any(r.changed for r in round_reports):
                 break

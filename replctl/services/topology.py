@@ -106,9 +106,11 @@ def _apply(
         conn = tx.connection(change.source, change.target)
         if conn is not None:
             filtered = change.filter if kind is ChangeKind.FILTER_SET else None
-            tx.put_connection(
-                replace(conn, filter=filtered, ever_filtered=conn.ever_filtered or bool(filtered))
-            )
+            conn = replace(conn, filter=filtered, ever_filtered=conn.ever_filtered or bool(filtered))
+            if conn.state is ConnectionState.FAILED:
+                # The filter that failed is gone; the next pass runs the new one (issue 14).
+                conn = replace(conn, state=ConnectionState.ACTIVE, reason=None)
+            tx.put_connection(conn)
     return None
 
 

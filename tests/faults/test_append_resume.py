@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from clitool import Replctl
 from killpoints import REPORT, Survived, World, kill_at, lost_and_duplicated, observe, poison
@@ -76,10 +78,11 @@ def test_a_generated_append_is_identified_by_its_count_and_seed_and_a_parquet_on
     assert len({read_source([], None, n, seed).digest() for n, seed in [(5, 1), (5, 2), (6, 1)]}) == 3
     folder = tmp_path / "input"
     folder.mkdir()
-    (folder / "part-0.parquet").write_bytes(b"PAR1 one PAR1")
+    # Real Parquet files: an input that is not Parquet is refused before it is digested (issue 19).
+    pq.write_table(pa.table({"key": ["one"]}), folder / "part-0.parquet")
     before = read_source([], folder, None, 0).digest()
     assert read_source([], folder, None, 0).digest() == before
-    (folder / "part-1.parquet").write_bytes(b"PAR1 two PAR1")
+    pq.write_table(pa.table({"key": ["two"]}), folder / "part-1.parquet")
     assert read_source([], folder, None, 0).digest() != before
     assert read_source([], folder / "part-0.parquet", None, 0).digest() != before
 

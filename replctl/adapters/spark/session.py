@@ -47,6 +47,9 @@ _JIT_OPTIONS = (
     "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
 )
+# Set in every session replctl builds, after the operator's --spark-conf: Spark would otherwise expand
+# ${env:...} and ${system:...} in a filter, handing the environment (the catalog password) to an expression.
+FORCED_CONF: dict[str, str] = {"spark.sql.variable.substitute": "false"}
 # Spark's log4j output: errors only, on stderr (see the file for why).
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -132,6 +135,7 @@ def tuned_conf(settings: SparkSettings) -> dict[str, str]:
     elif settings.java_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(settings.java_options)
     conf.update(dict(settings.conf))
+    conf.update(FORCED_CONF)
     return conf
 
 
@@ -184,7 +188,7 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder: Any = SparkSession.builder.remote(settings.remote or "")
-    for k, v in settings.conf:
+    for k, v in [*settings.conf, *FORCED_CONF.items()]:
         builder = builder.config(k, v)
     try:
         session: SparkSession = builder.getOrCreate()

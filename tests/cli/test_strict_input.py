@@ -1,0 +1,165 @@
+"""Input validated as strictly on every path (issue 19 items 8 and 9): each case is refused with exit 2 and a
+message naming what is wrong, before Spark starts, and leaves the catalog and the store as they were; text
+that operators typed is printed with its control characters escaped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from clitool import Replctl
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    """An initialised catalog with the read-write location A; no events, so nothing here needs Spark."""
+    tool = Replctl(tmp_path)
+    tool("init")
+    tool("location", "add", "A")
+    return tool
+
+
+def _refused(rc: Replctl, *args: str) -> dict[str, str]:
+    """Run; it must exit 2 and change nothing. Returns the error object."""
+    before = rc.snapshot()
+    listing = sorted(p.name for p in rc.store.rglob("*")) if rc.store.exists() else []
+    doc = rc.json(*args, expect=2)
+    assert rc.snapshot()["status"] == before["status"]
+    assert (sorted(p.name for p in rc.store.rglob("*")) if rc.store.exists() else []) == listing
+    error: dict[str, str] = doc["error"]
+    return error
+
+
+def _parquet(path: Path, columns: dict[str, pa.Array]) -> Path:
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_issue19_8_parquet_columns_are_exact_and_case_sensitive(rc: Replctl, tmp_path: Path) -> None:
+    strings = pa.array(["a"], pa.string())
+    file = _parquet(
+        tmp_path / "upper.parquet",
+        {"Key": strings, "Type": strings, "Payload": pa.array(["{}"], pa.string())},
+    )
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["code"] == "bad-file"
+    assert error["message"] == (
+        f"{file}: column 'Key' is not an event column; the columns are type, key, tags, payload "
+        "(names are exact, lower case)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        (
+            {"key": pa.array(["a", "b"]), "tags": pa.array([["x"], None], pa.list_(pa.string()))},
+            "row 2: tags is null; tags is a list of strings (write [] for none)",
+        ),
+        (
+            {"tags": pa.array([[], ["x"], ["y", None]], pa.list_(pa.string()))},
+            "row 3: tags holds null; tags is a list of strings",
+        ),
+        (
+            {"payload": pa.array(['{"n": 1}', "not json"], pa.string())},
+            "row 2: payload is not JSON text (Expecting value)",
+        ),
+        (
+            {"payload": pa.array(["NaN"], pa.string())},
+            "row 1: payload is not JSON text (NaN is not JSON)",
+        ),
+        (
+            {"key": pa.array([1], pa.int64())},
+            "column 'key' is int64, not a string",
+        ),
+    ],
+)
+def test_issue19_8_parquet_tags_and_payloads_are_checked_like_json(
+    rc: Replctl, tmp_path: Path, columns: dict[str, pa.Array], message: str
+) -> None:
+    file = _parquet(tmp_path / "events.parquet", columns)
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["message"] == f"{file}: {message}"
+
+
+def test_issue19_9_non_parquet_input_exits_2_with_a_message(rc: Replctl, tmp_path: Path) -> None:
+    file = tmp_path / "events.parquet"
+    file.write_text('{"key": "a"}\n')
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["code"] == "bad-file"
+    assert error["message"].startswith(f"{file}: not a Parquet file (")
+    assert "oNNN" not in error["message"] and "An error occurred" not in error["message"]
+
+
+@pytest.mark.parametrize("tags", ["false", "0", "{}", '""', "null", '"x"', '["a", 1]'])
+def test_issue19_8_event_tags_must_be_a_list_of_strings(rc: Replctl, tags: str) -> None:
+    error = _refused(rc, "log", "append", "A", "--event", f'{{"key": "k", "tags": {tags}}}')
+    assert error["code"] == "bad-event"
+    assert (
+        error["message"] == f"--event #1: tags must be a list of strings, got {json.dumps(json.loads(tags))}"
+    )
+
+
+def test_issue19_9_a_64_mb_payload_is_refused_before_spark(rc: Replctl, tmp_path: Path) -> None:
+    big = "x" * (64 * 1024 * 1024)
+    error = _refused(rc, "log", "append", "A", "--event", json.dumps({"key": "k", "payload": big}))
+    assert error["message"] == (
+        f"--event #1: the payload is {len(big) + 2} bytes of JSON, more than the limit of 1048576"
+    )
+    file = _parquet(tmp_path / "big.parquet", {"payload": pa.array([json.dumps(big)], pa.string())})
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["message"] == (
+        f"{file}: row 1: the payload is {len(big) + 2} bytes of JSON, more than the limit of 1048576"
+    )
+
+
+def test_issue19_8_the_payload_limit_is_configurable(rc: Replctl, tmp_path: Path) -> None:
+    lines = tmp_path / "events.jsonl"
+    lines.write_text('{"key": "a", "payload": {"n": 12345}}\n')
+    error = _refused(rc, "log", "append", "A", "--file", str(lines), "--max-payload-bytes", "8")
+    assert error["message"] == "events.jsonl:1: the payload is 12 bytes of JSON, more than the limit of 8"
+    rc.env["REPLCTL_MAX_PAYLOAD_BYTES"] = "8"
+    error = _refused(rc, "log", "append", "A", "--file", str(lines))
+    assert error["message"] == "events.jsonl:1: the payload is 12 bytes of JSON, more than the limit of 8"
+
+
+def test_issue19_9_older_than_beyond_the_calendar_exits_2(rc: Replctl) -> None:
+    error = _refused(rc, "delete", "A", "--older-than", "999999999d")
+    assert error["code"] == "bad-number"
+    assert error["message"] == "--older-than 999999999d is longer than 100000 days"
+    error = _refused(rc, "delete", "A", "--older-than", "99999999999999999999w")
+    assert error["message"] == "--older-than 99999999999999999999w is longer than 100000 days"
+
+
+def test_issue19_8_group_names_are_validated(rc: Replctl) -> None:
+    rc("location", "add", "B")
+    error = _refused(rc, "topology", "group", "G\x1b[2J", "A", "B")
+    assert error["code"] == "bad-name"
+    assert error["message"] == (
+        "group name 'G\\x1b[2J' is not allowed: use 1 to 64 letters, digits, '_', '.' or '-', starting "
+        "with a letter or digit"
+    )
+
+
+def test_issue19_8_reasons_and_filters_are_printed_with_control_characters_escaped(rc: Replctl) -> None:
+    rc("location", "add", "B")
+    reason = "moved\x1b]0;owned\x07\x1b[2J [bold]x[/bold]"
+    rc("--reason", reason, "topology", "add", "A", "B", "--filter", "key = 'a\x1b[31m'")
+    shown = "moved\\x1b]0;owned\\x07\\x1b[2J [bold]x[/bold]"
+    for args in (("topology", "history"), ("ops", "list"), ("status",), ("topology", "show")):
+        out = rc(*args).stdout
+        assert "\x1b" not in out and "\x07" not in out, args
+    assert shown in rc("topology", "history").stdout
+    assert shown in rc("ops", "list").stdout
+    assert "key = 'a\\033[31m'" in rc("status").stdout  # sqlglot writes it as Spark's octal escape
+    assert rc.json("topology", "history")["changes"][-1]["reason"] == reason  # JSON keeps the text itself
+
+
+def test_issue19_8_a_repeated_parquet_column_is_refused(rc: Replctl, tmp_path: Path) -> None:
+    file = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["key", "key"]), file)
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert error["message"] == f"{file}: column 'key' appears more than once"

@@ -1,0 +1,100 @@
+"""Filters that fail (issue 14 item 4, issue 19 item 6): refused when given; when a stored or running filter
+fails, its connection is marked `failed` with the reason, the other connections still run, exit 5."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+from clitool import Replctl
+
+pytestmark = pytest.mark.spark
+
+
+def _fan_out(rc: Replctl) -> None:
+    """A→B (filtered) and A→C (unfiltered); A holds the keys 'abc' and '1'."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--filter", "key <> 'x'")
+    rc("topology", "add", "A", "C")
+    rc.append("A", "abc", "1")
+
+
+def test_issue14_4_an_unknown_function_exits_2_at_topology_add_and_filter(rc: Replctl) -> None:
+    for name in ("F1", "F2"):
+        rc("location", "add", name)
+    before = rc.snapshot()
+    doc = rc.json("topology", "add", "F1", "F2", "--filter", "nosuchfn(key) = 'a'", expect=2)
+    assert doc["error"]["code"] == "bad-filter"
+    assert doc["error"]["message"].startswith(
+        "filter \"nosuchfn(key) = 'a'\" calls nosuchfn: not an allowed function;"
+    )
+    rc("topology", "add", "F1", "F2")
+    doc = rc.json(
+        "topology", "filter", "F1", "F2", "--set", "reflect('java.lang.System', 'exit', 1) = 0", expect=2
+    )
+    assert doc["error"]["details"]["refused_functions"] == ["reflect"]
+    assert rc.connection("F1", "F2")["filter"] is None
+    assert before["status"]["locations"] == rc.snapshot()["status"]["locations"]
+
+
+def test_issue14_4_a_stored_filter_refused_when_read_marks_its_connection_failed(rc: Replctl) -> None:
+    _fan_out(rc)
+    # A filter stored before the sandbox existed (or by hand): it is checked again when a pass reads it.
+    with sqlite3.connect(rc.root / "catalog.db") as db:
+        db.execute(
+            "UPDATE connections SET filter = 'NOSUCHFN(key) = ''a''' WHERE source = 'A' AND target = 'B'"
+        )
+    doc = rc.json("replicate", expect=5)
+    passes = {(p["source"], p["target"]): p for p in doc["passes"]}
+    assert passes[("A", "B")]["state"] == "failed"
+    assert passes[("A", "B")]["action"] == "failed"
+    assert passes[("A", "B")]["reason"].startswith(
+        "filter refused: filter \"NOSUCHFN(key) = 'a'\" calls nosuchfn: not an allowed function;"
+    )
+    assert passes[("A", "C")]["written"] == 2
+    assert rc.keys("C") == ["abc", "1"]
+    assert rc.keys("B") == []
+    status = rc.connection("A", "B")
+    assert (status["state"], status["progress"]) == ("failed", 0)
+    assert status["reason"] == passes[("A", "B")]["reason"]
+    assert status["reason"].endswith("; fix it: replctl topology filter A B --set EXPR")
+    text = rc("status").stdout
+    assert "A→B" in text and "failed" in text
+    page = rc.root / "report.html"
+    rc("report", "--html", str(page))
+    html = page.read_text()
+    assert 'class="failed-connections"' in html and "calls nosuchfn: not an allowed function" in html
+
+
+def test_issue14_4_a_filter_failing_in_spark_marks_it_failed_and_others_run(rc: Replctl) -> None:
+    _fan_out(rc)
+    # Allowed, but under Spark's ANSI rules a cast of 'abc' to INT fails while the pass runs.
+    rc("topology", "filter", "A", "B", "--set", "CAST(key AS INT) = 1")
+    doc = rc.json("replicate", expect=5)
+    passes = {(p["source"], p["target"]): p for p in doc["passes"]}
+    assert passes[("A", "B")]["state"] == "failed"
+    assert passes[("A", "B")]["reason"].startswith("filter failed in Spark: [CAST_INVALID_INPUT]")
+    assert rc.keys("C") == ["abc", "1"]
+    assert rc.keys("B") == []
+    assert rc.connection("A", "B")["state"] == "failed"
+    assert rc.json("log", "verify")["ok"]
+
+    # A new filter clears the failure; the next pass delivers what it admits.
+    rc("topology", "filter", "A", "B", "--set", "try_cast(key AS INT) = 1")
+    assert rc.connection("A", "B")["state"] == "active"
+    assert rc.connection("A", "B")["reason"] is None
+    doc = rc.json("replicate")
+    assert rc.keys("B") == ["1"]
+    assert rc.connection("A", "B")["state"] == "active"
+
+
+def test_issue14_4_a_store_failure_is_not_blamed_on_the_filter(rc: Replctl) -> None:
+    _fan_out(rc)
+    # The source's files are gone: the pass fails reading them, whatever its filter.
+    for segment in (rc.store / "A").iterdir():
+        shutil.rmtree(segment)
+    doc = rc.json("replicate", "A", "B", expect=6)
+    assert doc["error"]["code"] == "spark"
+    assert (rc.connection("A", "B")["state"], rc.connection("A", "B")["reason"]) == ("active", None)
