@@ -70,11 +70,11 @@ def test_del4_a_smaller_deletion_request_keeps_the_larger_pending_one(rc: Replct
     first = rc("delete", "A", "--upto", "3", "--json", expect=5).doc
     assert (first["deleted_upto"], first["logical_deleted_upto"], first["pending"]) == (1, 3, True)
     second = rc("delete", "A", "--upto", "2", "--json", expect=5).doc
-    assert (second["requested_upto"], second["pending_upto"], second["deleted_upto"]) == (2, 3, 1)
-    assert second["blocked_by"] == [{"target": "B", "first_blocked_seq": 2}]
     assert rc.json("status")["pending_deletions"] == [
         {"location": "A", "requested_upto": 3, "blocked_by": ["B"]}
     ]
+    assert (second["requested_upto"], second["pending_upto"], second["deleted_upto"]) == (2, 3, 1)
+    assert second["blocked_by"] == [{"target": "B", "first_blocked_seq": 2}]
     assert rc.stored("A") == [("A", 2, "u2"), ("A", 3, "u3")]
     rc("replicate")
     assert rc.stored("A") == []
