@@ -65,7 +65,7 @@ def delete_in(
     cut = _decide_cut(engine, loc, targets, segments, cut_bound)
     pending = cut.upto < cut_bound
     doc["pending"] = pending
-    doc["pending_upto"] = target_upto if pending else None
+    doc["pending_upto"] = cut_bound if pending else None
     doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
@@ -74,7 +74,8 @@ def delete_in(
     updated = _apply_cut(ctx, engine, loc=loc, segments=segments, cut=cut, new_logical=new_logical)
     with ctx.transaction() as tx:
         if pending:
-            tx.put_pending_deletion(name, target_upto, [t for t, _ in cut.blocked_by])
+            # DEL1: the request covers the log as it is now; events appended later are never part of it.
+            tx.put_pending_deletion(name, cut_bound, [t for t, _ in cut.blocked_by])
         else:
             tx.clear_pending_deletion(name)
     if pending and not retry:  # a retry after replication leaves the replication's own outcome alone

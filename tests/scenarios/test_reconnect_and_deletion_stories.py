@@ -85,6 +85,28 @@ def test_del4_a_smaller_deletion_request_keeps_the_larger_pending_one(rc: Replct
     assert rc.json("log", "verify")["ok"]
 
 
+def test_del1_del4_a_pending_request_beyond_the_log_end_never_reaches_events_appended_later(
+    rc: Replctl,
+) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "a1")
+    doc = rc("delete", "A", "--upto", "5", "--json", expect=5).doc
+    assert (doc["requested_upto"], doc["pending_upto"], doc["logical_deleted_upto"]) == (5, 1, 1)
+    assert rc.json("status")["pending_deletions"] == [
+        {"location": "A", "requested_upto": 1, "blocked_by": ["B"]}
+    ]
+    rc.append("A", "a2", "a3")  # appended after the request: not part of it (DEL1: min(N, X.seq))
+    rc("replicate")
+    assert rc.stored("A") == [("A", 2, "a2"), ("A", 3, "a3")]
+    assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3")]
+    state = rc.location("A")
+    assert (state["deleted_upto"], state["logical_deleted_upto"], state["dvv"]) == (1, 1, {"A": 1})
+    assert rc.json("status")["pending_deletions"] == []
+    assert rc.json("log", "verify")["ok"]
+
+
 def test_del4_a_pending_deletion_is_retried_after_replicating_a_pair_it_is_not_part_of(rc: Replctl) -> None:
     for name in "ABC":
         rc("location", "add", name)
