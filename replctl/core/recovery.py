@@ -9,9 +9,9 @@ with the reason and their connection into A stays blocked (DR5).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from replctl.core.model import Connection, Location, Segment
+from replctl.core.model import Connection, Location, LocationState, Segment
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import VectorTime
 
@@ -77,6 +77,21 @@ def recovered_clock(
     cvv = survivors_lub | location.dvv | location.baseline
     floor = max([cvv[location.name], location.seq, *(v[location.name] for v in others_cvv)])
     return RecoveredClock(cvv, floor)
+
+
+def recovering(location: Location, clock: RecoveredClock, last_survivor: int) -> Location:
+    """A while it recovers (DR1): CVV from what survived, and its seq counter at T already.
+
+    Numbering continues after T, so the events that event recovery writes take no seq A assigned before the
+    loss: a logical or pending deletion requested up to such a seq never reaches them (DR1, M4). Only CVV-A[A]
+    must stay low until event recovery is done.
+    """
+    return replace(
+        location,
+        seq=max(last_survivor, clock.floor),
+        cvv=clock.cvv,
+        state=LocationState.RECOVERING,
+    )
 
 
 @dataclass(frozen=True)

@@ -237,11 +237,7 @@ def _recover_metadata(
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
-        # DR1: numbering continues after T, so the events event recovery writes take no seq A assigned before
-        # the loss (a logical or pending deletion up to such a seq must not reach them). CVV-A[A] stays low.
-        recovering = replace(
-            loc, seq=max(last_survivor, clock.floor), cvv=clock.cvv, state=LocationState.RECOVERING
-        )
+        recovering = dr.recovering(loc, clock, last_survivor)
         tx.put_location(recovering)
         ctx.step(
             tx,

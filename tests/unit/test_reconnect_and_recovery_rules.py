@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replctl.core.deletion import pending_target
-from replctl.core.model import Connection, ConnectionState, HistoryMode, Location
-from replctl.core.recovery import progress_resets, recovered_clock
+from replctl.core.model import Connection, ConnectionState, HistoryMode, Location, LocationState
+from replctl.core.recovery import progress_resets, recovered_clock, recovering
 from replctl.core.startrule import new_connection, start_rule
 from replctl.core.vectortime import VectorTime
 
@@ -41,6 +41,13 @@ def test_dr1_the_floor_counts_every_other_location_ahead_of_the_catalog() -> Non
     # A backup restore or a catalog restored from an older copy may know less than another location.
     clock = recovered_clock(Location("A", seq=2), VectorTime(), [VectorTime({"A": 4}), VectorTime({"A": 3})])
     assert clock.floor == 4
+
+
+def test_dr1_a_recovering_location_numbers_after_t_while_its_own_cvv_entry_stays_low() -> None:
+    before_loss = Location("A", seq=9, cvv=VectorTime({"A": 9}))
+    clock = recovered_clock(before_loss, VectorTime({"A": 2}), [])
+    during = recovering(before_loss, clock, last_survivor=2)
+    assert (during.seq, during.cvv, during.state) == (9, VectorTime({"A": 2}), LocationState.RECOVERING)
 
 
 def test_dr2_resets_current_and_removed_connections_from_and_into_the_lost_location() -> None:
