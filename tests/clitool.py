@@ -70,6 +70,12 @@ class Replctl:
         """The keys of a log's stored events in seq order."""
         return [e["key"] for e in self.json("log", "show", location)["events"]]
 
+    def stored(self, location: str) -> list[tuple[str, int, str]]:
+        """A log's stored events in seq order as (origin, origin_time, key): identity (M3) and content."""
+        return [
+            (e["origin"], e["origin_time"], e["key"]) for e in self.json("log", "show", location)["events"]
+        ]
+
     def append(self, location: str, *keys: str) -> None:
         """Append one event per key (as `--event '{"key": ...}'`) in one command."""
         args: list[str] = []

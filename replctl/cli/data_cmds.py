@@ -325,9 +325,14 @@ def delete(
                 f"waits [DEL3]: {b['target']} still needs seq {b['first_blocked_seq']}", markup=False
             )
         if out["pending"]:
+            if out["pending_upto"] > out["requested_upto"]:
+                console.print(
+                    f"an earlier request up to {out['pending_upto']} still waits and is kept (DEL4)",
+                    markup=False,
+                )
             console.print(
                 f"the rest waits; it is retried after every replicate run (hint: replctl replicate, "
-                f"then replctl delete {location} --upto {out['requested_upto']})",
+                f"then replctl delete {location} --upto {out['pending_upto']})",
                 markup=False,
             )
         return code

@@ -60,6 +60,12 @@ def db_upgrade(ctx: typer.Context) -> None:
                     f"{', '.join(out['repaired_prunings'])} (RET2, RET4)",
                     markup=False,
                 )
+            if out.get("cleared_removed_progress"):
+                stdout().print(
+                    "cleared the progress of removed connections left past their source's log (DR2): "
+                    + ", ".join(f"{c['source']}→{c['target']}" for c in out["cleared_removed_progress"]),
+                    markup=False,
+                )
 
     run(ctx, action, render, effect=Effect.UNPLANNED)
 

@@ -41,6 +41,15 @@ def bound(location: Location, requested_upto: int) -> int:
     return min(requested_upto, location.seq)
 
 
+def pending_target(requested_upto: int, pending_upto: int | None) -> int:
+    """DEL4: the pending target only grows; a later request for a smaller N keeps the larger pending one.
+
+    A smaller request must not cancel the rest of a larger one: its events stay logically deleted, and would
+    otherwise stay stored for good.
+    """
+    return requested_upto if pending_upto is None else max(requested_upto, pending_upto)
+
+
 def logical_upto(location: Location, requested_upto: int) -> int:
     """DEL1: `max(previous, min(N, X.seq))`, at once."""
     return max(location.logical_deleted_upto, bound(location, requested_upto))

@@ -9,9 +9,9 @@ with the reason and their connection into A stays blocked (DR5).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from replctl.core.model import Connection, Location, Segment
+from replctl.core.model import Connection, Location, LocationState, Segment
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import VectorTime
 
@@ -64,15 +64,62 @@ class RecoveredClock:
 def recovered_clock(
     location: Location,
     survivors_lub: VectorTime,
-    neighbours_cvv: Iterable[VectorTime],
+    others_cvv: Iterable[VectorTime],
 ) -> RecoveredClock:
-    """CVV-A = LUB(surviving vts) ⊔ DVV-A ⊔ merged baselines; T = max(own time survived, max CVV-N[A]).
+    """CVV-A = LUB(surviving vts) ⊔ DVV-A ⊔ merged baselines; T = max(own time survived, CVV-L[A] of every
+    other location L, neighbour or not, and `location.seq`, the seq the catalog recorded for A) (DR1).
 
-    CVV-A[A] is deliberately not raised to T here: event recovery would then drop A's own lost events (DR1).
+    The catalog outlives the store, so its seq bounds every seq and origin time A ever assigned: with T at
+    least that, A never assigns one again (M3), and no deletion request, logical or pending, reaches an event
+    written after the loss. CVV-A[A] is deliberately not raised to T here: event recovery would then drop
+    A's own lost events.
     """
     cvv = survivors_lub | location.dvv | location.baseline
-    floor = max([cvv[location.name], *(v[location.name] for v in neighbours_cvv)])
+    floor = max([cvv[location.name], location.seq, *(v[location.name] for v in others_cvv)])
     return RecoveredClock(cvv, floor)
+
+
+def recovering(location: Location, clock: RecoveredClock, last_survivor: int) -> Location:
+    """A while it recovers (DR1): CVV from what survived, and its seq counter at T already.
+
+    Numbering continues after T, so the events that event recovery writes take no seq A assigned before the
+    loss: a logical or pending deletion requested up to such a seq never reaches them (DR1, M4). Only CVV-A[A]
+    must stay low until event recovery is done.
+    """
+    return replace(
+        location,
+        seq=max(last_survivor, clock.floor),
+        cvv=clock.cvv,
+        state=LocationState.RECOVERING,
+    )
+
+
+@dataclass(frozen=True)
+class ProgressReset:
+    """DR2: one connection whose progress falls back after A's loss."""
+
+    connection: Connection
+    to: int
+
+    def to_json(self) -> dict[str, str | int]:
+        """The `recover location --json` shape of `progress_resets`."""
+        c = self.connection
+        return {"source": c.source, "target": c.target, "from": c.progress, "to": self.to}
+
+
+def progress_resets(connections: Iterable[Connection], name: str, last_survivor: int) -> list[ProgressReset]:
+    """DR2 over every connection, current or removed: a reader N of A falls back to A's last surviving seq,
+    and A re-reads every source S from 0 (safe by CF1).
+
+    A removed connection is reset too, so that its recorded progress never points past A's log (I5).
+    """
+    resets = []
+    for conn in connections:
+        if conn.source == name and conn.progress > last_survivor:
+            resets.append(ProgressReset(conn, last_survivor))
+        elif conn.target == name and conn.progress > 0:
+            resets.append(ProgressReset(conn, 0))
+    return resets
 
 
 @dataclass(frozen=True)

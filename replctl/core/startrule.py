@@ -1,4 +1,4 @@
-"""New connections: the start rule (ADD1) and the history modes (ADD3).
+"""New connections: the start rule (ADD1), the history modes (ADD3) and reconnects (ADD4).
 
 Decision on ADD3 "none": the foreign entries of CVV-X go into DVV-Y as well as CVV-Y. Y will never hold those
 events, which is exactly what a DVV says ("not available from me"), so a later joiner that reads from Y waits
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from replctl.core.model import HistoryMode, Location
+from replctl.core.model import Connection, ConnectionState, HistoryMode, Location
 from replctl.core.vectortime import EMPTY, VectorTime
 
 
@@ -53,3 +53,31 @@ def start_rule(source: Location, target: Location) -> StartVerdict:
     """ADD1: replication over a new connection X→Y starts only once DVV-X ≤ CVV-Y."""
     missing = source.dvv.missing_from(target.cvv)
     return StartVerdict(may_start=not missing, missing=missing)
+
+
+def new_connection(
+    source: str,
+    target: str,
+    *,
+    filter: str | None,
+    history: HistoryMode,
+    verdict: StartVerdict,
+    previous: Connection | None,
+) -> Connection:
+    """The run-time row of a connection just added, a reconnect of a removed one included.
+
+    ADD4: a reconnect is a new connection and starts at progress 0, never at the removed one's progress: that
+    progress passed over what the old filter dropped and what a loss at the source took, and the source may
+    since have written new events at seqs below it. CF1 drops what the target already holds. Only H3 carries
+    over: a connection once filtered stays ever filtered.
+    """
+    return Connection(
+        source=source,
+        target=target,
+        state=ConnectionState.ACTIVE if verdict.may_start else ConnectionState.PENDING,
+        filter=filter,
+        ever_filtered=bool(filter) or (previous.ever_filtered if previous else False),
+        history=history,
+        progress=0,
+        reason=verdict.reason,
+    )

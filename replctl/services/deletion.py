@@ -38,7 +38,9 @@ def delete_in(
         locations = {x.name: x for x in tx.locations()}
         targets = plan.current_targets(name, tx.connections(), locations)
         segments = tx.segments(name)
+        waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
+    target_upto = plan.pending_target(requested_upto, waiting.requested_upto if waiting else None)
     doc: dict[str, Any] = {
         "location": name,
         "requested_upto": requested_upto,
@@ -48,6 +50,7 @@ def delete_in(
         "deleted_upto": loc.deleted_upto,
         "dvv": loc.dvv.to_dict(),
         "pending": False,
+        "pending_upto": None,
         "blocked_by": [],
         "would_delete": None,
     }
@@ -59,10 +62,11 @@ def delete_in(
                 ctx.step(tx, "logical-delete", {"upto": new_logical})
         return doc
 
-    cut_bound = plan.bound(loc, requested_upto)
+    cut_bound = plan.bound(loc, target_upto)
     cut = _decide_cut(engine, loc, targets, segments, cut_bound)
     pending = cut.upto < cut_bound
     doc["pending"] = pending
+    doc["pending_upto"] = cut_bound if pending else None
     doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
@@ -71,7 +75,8 @@ def delete_in(
     updated = _apply_cut(ctx, engine, loc=loc, segments=segments, cut=cut, new_logical=new_logical)
     with ctx.transaction() as tx:
         if pending:
-            tx.put_pending_deletion(name, requested_upto, [t for t, _ in cut.blocked_by])
+            # DEL1: the request covers the log as it is now; events appended later are never part of it.
+            tx.put_pending_deletion(name, cut_bound, [t for t, _ in cut.blocked_by])
         else:
             tx.clear_pending_deletion(name)
     if pending and not retry:  # a retry after replication leaves the replication's own outcome alone
@@ -212,7 +217,8 @@ def delete(
 def retry_pending(
     ctx: OperationContext, engine: Engine, only: set[str] | None = None
 ) -> list[dict[str, Any]]:
-    """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given)."""
+    """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given: the
+    ones the operation leased)."""
     with ctx.transaction() as tx:
         pending = [p for p in tx.pending_deletions() if only is None or p.location in only]
     return [delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending]

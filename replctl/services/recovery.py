@@ -5,6 +5,11 @@ suffix by checking the store against the catalog (or takes `--lost-from`), then,
 `recovering` (appends refused), recovers metadata (DR1, DR2) in one transaction, runs event recovery in rounds
 (DR4) and ends by moving A's clock past T. Each step commits on its own, so a re-run after a crash resumes: the
 recovering state and the reset progress are in the catalog, and CF1 makes repeated passes harmless.
+
+Decision: A's seq counter is set to T already in the metadata step (CVV-A[A] is not), so the events event
+recovery writes are numbered after every seq A assigned before the loss. DR1 says A never assigns a seq again;
+reusing the lost seqs would put recovered events under a logical or pending deletion requested before the
+loss. The readers of A still fall back to A's last survivor (DR2) and find a gap there, which M4 allows.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import shutil
 from dataclasses import replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.catalog.repository import Catalog
 from replctl.core import recovery as dr
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
@@ -220,8 +225,8 @@ def _recover_metadata(
     with ctx.transaction() as tx:
         others = [x.cvv for x in tx.locations() if x.name != loc.name]
         clock = dr.recovered_clock(loc, survivors, others)
-        resets = _progress_resets(tx, loc.name, last_survivor)
-        doc["progress_resets"] = resets
+        resets = dr.progress_resets(tx.connections(), loc.name, last_survivor)
+        doc["progress_resets"] = [r.to_json() for r in resets]
         doc["survivors_upto"] = last_survivor
         doc["clock"]["floor"] = clock.floor
         if ctx.dry_run:
@@ -239,13 +244,9 @@ def _recover_metadata(
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
             )
-        for conn in tx.connections():
-            if conn.current and conn.source == loc.name and conn.progress > last_survivor:
-                tx.put_connection(replace(conn, progress=last_survivor))  # DR2 at the readers of A
-            elif conn.current and conn.target == loc.name:
-                tx.put_connection(replace(conn, progress=0))  # DR2 at A; CF1 makes it safe
-        # Numbering restarts after the last survivor (seqs are reused); the clock floor applies at the end.
-        recovering = replace(loc, seq=last_survivor, cvv=clock.cvv, state=LocationState.RECOVERING)
+        for reset in resets:
+            tx.put_connection(replace(reset.connection, progress=reset.to))
+        recovering = dr.recovering(loc, clock, last_survivor)
         tx.put_location(recovering)
         ctx.step(
             tx,
@@ -261,18 +262,6 @@ def _recover_metadata(
     for seg in gone:
         engine.store.remove(seg.path)
     return recovering
-
-
-def _progress_resets(tx: CatalogTransaction, name: str, last_survivor: int) -> list[dict[str, Any]]:
-    resets = []
-    for conn in tx.connections():
-        if not conn.current:
-            continue
-        if conn.source == name and conn.progress > last_survivor:
-            resets.append({"source": name, "target": conn.target, "from": conn.progress, "to": last_survivor})
-        elif conn.target == name and conn.progress > 0:
-            resets.append({"source": conn.source, "target": name, "from": conn.progress, "to": 0})
-    return resets
 
 
 def _event_recovery(

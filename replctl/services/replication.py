@@ -349,11 +349,18 @@ def replicate_one(
     reason: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """`replicate SRC DST`: one pass."""
+    """`replicate SRC DST`: one pass, then every pending deletion is retried (DEL4).
+
+    Not only the source's: the pass may have delivered, through SRC, what a deletion at a third location waits
+    for. The operation leases the locations whose deletions it retries; one requested after the leases were
+    taken waits for the next run.
+    """
+    with catalog.transaction() as tx:
+        waiting = {p.location for p in tx.pending_deletions()}
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         report = run_pass(ctx, engine, source, target)
-        deletions = [] if dry_run else retry_pending(ctx, engine, only={source})
+        deletions = [] if dry_run else retry_pending(ctx, engine, only=waiting)
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
 
     return operation(
@@ -361,7 +368,7 @@ def replicate_one(
         command="replicate",
         args={"source": source, "target": target},
         reason=reason,
-        resources=[location_resource(source), location_resource(target)],
+        resources=[location_resource(n) for n in {source, target, *waiting}],
         dry_run=dry_run,
         body=body,
     )

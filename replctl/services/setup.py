@@ -31,15 +31,22 @@ def _migrate(settings: Settings) -> tuple[str | None, str | None]:
     return previous, revision
 
 
-def _repair(settings: Settings) -> list[str]:
-    """Data repairs that need the store as well as the catalog, after the migrations (`services.repair`)."""
+def _repair(settings: Settings) -> dict[str, Any]:
+    """Repairs of data written by earlier releases that migrations cannot do, after the migrations: the
+    vector entries of clock prunings (`services.repair`, which reads the store) and the progress of removed
+    connections left past their source's seq by recoveries (DR2)."""
     from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
     from replctl.services.repair import repair_pruned_identities
 
     with Catalog(settings.db) as catalog:
-        repaired: list[str] = repair_pruned_identities(catalog, LogStore(settings.store))["repaired"]
-    return repaired
+        pruned = repair_pruned_identities(catalog, LogStore(settings.store))["repaired"]
+        with catalog.transaction() as tx:
+            cleared = tx.clear_stale_removed_progress()
+    return {
+        "repaired_prunings": pruned,
+        "cleared_removed_progress": [{"source": s, "target": t} for s, t in cleared],
+    }
 
 
 def init(settings: Settings) -> dict[str, Any]:
@@ -53,8 +60,7 @@ def init(settings: Settings) -> dict[str, Any]:
 def upgrade(settings: Settings) -> dict[str, Any]:
     """`replctl db upgrade`: migrations, then the repairs of data they cannot do (`services.repair`)."""
     previous, revision = _migrate(settings)
-    repaired = _repair(settings)
-    return {"db": settings.db, "revision": revision, "previous": previous, "repaired_prunings": repaired}
+    return {"db": settings.db, "revision": revision, "previous": previous, **_repair(settings)}
 
 
 def current(settings: Settings) -> dict[str, Any]:

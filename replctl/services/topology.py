@@ -22,7 +22,7 @@ from replctl.core.model import (
     Role,
     Violation,
 )
-from replctl.core.startrule import history_baseline, merge_baseline, start_rule
+from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState, fold
 from replctl.core.topology_rules import validate as validate_state
 from replctl.errors import InvalidInput, Refused, UnknownName
@@ -115,7 +115,7 @@ def _apply(
 
 
 def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
-    """A new (or re-made) connection: ADD3 baseline at the target, then the ADD1 start rule."""
+    """A new (or re-made) connection: ADD3 baseline at the target, the ADD1 start rule, ADD4 progress 0."""
     assert change.source is not None and change.target is not None
     source, target = get_location(tx, change.source), get_location(tx, change.target)
     mode = change.history or HistoryMode.COMPLETE
@@ -123,18 +123,13 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
     if baseline:
         target = merge_baseline(target, baseline)
         tx.put_location(target)
-    verdict = start_rule(source, target)
-    previous = tx.connection(change.source, change.target)
-    conn = Connection(
-        source=change.source,
-        target=change.target,
-        state=ConnectionState.ACTIVE if verdict.may_start else ConnectionState.PENDING,
+    conn = new_connection(
+        change.source,
+        change.target,
         filter=change.filter,
-        ever_filtered=bool(change.filter) or (previous.ever_filtered if previous else False),
         history=mode,
-        # A reconnect resumes where it stopped; CF1 drops what arrived meanwhile (REP3).
-        progress=previous.progress if previous else 0,
-        reason=verdict.reason,
+        verdict=start_rule(source, target),
+        previous=tx.connection(change.source, change.target),
     )
     tx.put_connection(conn)
     return {
@@ -143,7 +138,7 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
         "state": conn.state.value,
         "history": mode.value,
         "baseline": baseline.to_dict(),
-        "reason": verdict.reason,
+        "reason": conn.reason,
     }
 
 

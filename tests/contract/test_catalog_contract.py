@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from replctl.adapters.catalog import migrate
+from replctl.adapters.catalog.connections import clear_stale_removed_progress
 from replctl.adapters.catalog.dialect import LOCATIONS
 from replctl.adapters.catalog.engine import make_engine
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
@@ -284,6 +285,33 @@ def test_a_new_upto_is_a_new_request_and_clearing_removes_it(catalog: Catalog, c
         assert tx.clear_pending_deletion("A") is True
         assert tx.clear_pending_deletion("A") is False
         assert tx.pending_deletions() == []
+
+
+def test_the_pending_deletion_of_one_location_is_read_alone(catalog: Catalog) -> None:
+    _add_locations(catalog, "A", "B")
+    with catalog.transaction() as tx:
+        tx.put_pending_deletion("A", 5, ["B"])
+    with catalog.transaction() as tx:
+        found = tx.pending_deletion("A")
+        assert found is not None
+        assert (found.location, found.requested_upto, found.blocked_by) == ("A", 5, ("B",))
+        assert tx.pending_deletion("B") is None
+
+
+def test_the_repair_clears_only_removed_progress_past_the_source_seq_dr2(catalog: Catalog) -> None:
+    with catalog.transaction() as tx:
+        tx.put_location(Location("A", seq=1))
+        tx.put_location(Location("B", seq=3))
+        tx.put_location(Location("C"))
+        tx.put_connection(Connection("A", "B", ConnectionState.REMOVED, progress=3))  # past A.seq: stale
+        tx.put_connection(Connection("B", "A", ConnectionState.REMOVED, progress=3))  # within B.seq
+        tx.put_connection(Connection("A", "C", ConnectionState.ACTIVE, progress=2))  # current: DR2's own
+    with catalog.engine.begin() as conn:
+        assert clear_stale_removed_progress(conn) == [("A", "B")]
+    with catalog.engine.begin() as conn:
+        assert clear_stale_removed_progress(conn) == []  # idempotent
+    with catalog.transaction() as tx:
+        assert {c.key: c.progress for c in tx.connections()} == {("A", "B"): 0, ("A", "C"): 2, ("B", "A"): 3}
 
 
 # Journal

@@ -12,7 +12,7 @@ def own_times(rc: Replctl, location: str) -> list[int]:
     return [e["origin_time"] for e in rc.json("log", "show", location)["events"] if e["origin"] == location]
 
 
-def test_a_partial_loss_is_found_recovered_and_neighbours_read_new_events_at_the_reused_seqs(
+def test_a_partial_loss_is_found_recovered_and_new_events_continue_past_the_seqs_assigned_before_it(
     rc: Replctl,
 ) -> None:
     rc("location", "add", "A")
@@ -33,12 +33,13 @@ def test_a_partial_loss_is_found_recovered_and_neighbours_read_new_events_at_the
     assert doc["lost_from"] == 2
     # progress(B,A) = 1 already (B read only a1); A re-reads B from the start (DR2, safe by CF1).
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
-    assert doc["clock"] == {"before": 3, "after": 1, "floor": 1}
+    # DR1: T is the seq the catalog recorded before the loss, so a2 and a3's seqs and times are never reused.
+    assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}
     rc.append("A", "a4")
     events = rc.json("log", "show", "A")["events"]
-    assert [(e["seq"], e["key"], e["origin_time"]) for e in events] == [(1, "a1", 1), (2, "a4", 2)]
+    assert [(e["seq"], e["key"], e["origin_time"]) for e in events] == [(1, "a1", 1), (4, "a4", 4)]
     rc("replicate")
-    assert rc.keys("B") == ["a1", "a4"]  # B read a4 at A's reused seq 2
+    assert rc.keys("B") == ["a1", "a4"]  # B read from A's last survivor on and found a4 past the gap
     assert rc.json("log", "verify")["ok"]
 
 

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import Connection as SqlConnection
 from sqlalchemy.engine import Row
 
-from replctl.adapters.catalog.dialect import CONNECTIONS, insert
+from replctl.adapters.catalog.dialect import CONNECTIONS, LOCATIONS, insert
 from replctl.core.model import Connection, ConnectionState, HistoryMode
 
 
@@ -31,6 +31,10 @@ class ConnectionQueries:
             select(CONNECTIONS).where(CONNECTIONS.c.source == source, CONNECTIONS.c.target == target)
         ).one_or_none()
         return None if row is None else connection_from_row(row)
+
+    def clear_stale_removed_progress(self) -> list[tuple[str, str]]:
+        """See the module function of the same name (a repair run by `db upgrade`)."""
+        return clear_stale_removed_progress(self._conn)
 
     def put_connection(self, connection: Connection) -> None:
         """Insert the connection, or overwrite the state of the existing source→target.
@@ -70,3 +74,24 @@ def connection_from_row(row: Row[Any]) -> Connection:
         progress=int(row.progress),
         reason=row.reason,
     )
+
+
+def clear_stale_removed_progress(conn: SqlConnection) -> list[tuple[str, str]]:
+    """Repair of catalogs written before rules.md DR2 named removed connections: clear (to 0) the progress
+    of every removed connection that points past its source's seq; returns the (source, target) cleared.
+
+    A recovery used to reset only current connections, so a removed connection from a recovered location
+    kept a progress beyond that location's log, which `log verify` reports as I5. The progress of a removed
+    connection decides nothing any more (a reconnect starts at 0, ADD4), so clearing it loses nothing.
+    Idempotent; meant to run once from `db upgrade`, in its transaction.
+    """
+    source_seq = select(LOCATIONS.c.seq).where(LOCATIONS.c.name == CONNECTIONS.c.source).scalar_subquery()
+    stale = (CONNECTIONS.c.state == ConnectionState.REMOVED.value) & (CONNECTIONS.c.progress > source_seq)
+    rows = conn.execute(
+        select(CONNECTIONS.c.source, CONNECTIONS.c.target)
+        .where(stale)
+        .order_by(CONNECTIONS.c.source, CONNECTIONS.c.target)
+    ).all()
+    if rows:
+        conn.execute(update(CONNECTIONS).where(stale).values(progress=0))
+    return [(row.source, row.target) for row in rows]

@@ -24,6 +24,13 @@ class DeletionQueries:
         rows = self._conn.execute(select(PENDING_DELETIONS).order_by(PENDING_DELETIONS.c.location))
         return [pending_from_row(row) for row in rows]
 
+    def pending_deletion(self, location: str) -> PendingDeletion | None:
+        """The waiting deletion of `location`, or None."""
+        row = self._conn.execute(
+            select(PENDING_DELETIONS).where(PENDING_DELETIONS.c.location == location)
+        ).one_or_none()
+        return None if row is None else pending_from_row(row)
+
     def put_pending_deletion(self, location: str, requested_upto: int, blocked_by: Iterable[str]) -> None:
         """Record (or update) the deletion of `location` up to `requested_upto` waiting for `blocked_by`.
 

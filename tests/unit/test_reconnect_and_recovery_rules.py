@@ -1,0 +1,75 @@
+"""Reconnects (ADD4), the clock and progress after a loss (DR1, DR2) and the pending deletion target (DEL4):
+pure decisions of the core."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replctl.core.deletion import pending_target
+from replctl.core.model import Connection, ConnectionState, HistoryMode, Location, LocationState
+from replctl.core.recovery import progress_resets, recovered_clock, recovering
+from replctl.core.startrule import new_connection, start_rule
+from replctl.core.vectortime import VectorTime
+
+
+def test_add4_a_reconnect_starts_at_zero_unfiltered_and_stays_ever_filtered() -> None:
+    removed = Connection(
+        "B", "A", ConnectionState.REMOVED, filter="key = 'k1'", ever_filtered=True, progress=7
+    )
+    verdict = start_rule(Location("B"), Location("A"))
+    again = new_connection(
+        "B", "A", filter=None, history=HistoryMode.COMPLETE, verdict=verdict, previous=removed
+    )
+    assert again == Connection("B", "A", ConnectionState.ACTIVE, None, True, HistoryMode.COMPLETE, 0, None)
+
+
+def test_add4_a_reconnect_that_waits_for_the_start_rule_also_starts_at_zero() -> None:
+    removed = Connection("B", "A", ConnectionState.REMOVED, progress=4)
+    verdict = start_rule(Location("B", dvv=VectorTime({"B": 2})), Location("A"))
+    again = new_connection("B", "A", filter=None, history=HistoryMode.NONE, verdict=verdict, previous=removed)
+    assert (again.state, again.progress, again.reason) == (ConnectionState.PENDING, 0, verdict.reason)
+
+
+def test_dr1_the_floor_is_the_seq_the_catalog_recorded_before_the_loss() -> None:
+    before_loss = Location("A", seq=9, cvv=VectorTime({"A": 6, "B": 3}), dvv=VectorTime({"B": 1}))
+    clock = recovered_clock(before_loss, VectorTime({"A": 2}), [VectorTime({"A": 5}), VectorTime({"C": 8})])
+    assert (clock.cvv, clock.floor) == (VectorTime({"A": 2, "B": 1}), 9)
+
+
+def test_dr1_the_floor_counts_every_other_location_ahead_of_the_catalog() -> None:
+    # A backup restore or a catalog restored from an older copy may know less than another location.
+    clock = recovered_clock(Location("A", seq=2), VectorTime(), [VectorTime({"A": 4}), VectorTime({"A": 3})])
+    assert clock.floor == 4
+
+
+def test_dr1_a_recovering_location_numbers_after_t_while_its_own_cvv_entry_stays_low() -> None:
+    before_loss = Location("A", seq=9, cvv=VectorTime({"A": 9}))
+    clock = recovered_clock(before_loss, VectorTime({"A": 2}), [])
+    during = recovering(before_loss, clock, last_survivor=2)
+    assert (during.seq, during.cvv, during.state) == (9, VectorTime({"A": 2}), LocationState.RECOVERING)
+
+
+def test_dr2_resets_current_and_removed_connections_from_and_into_the_lost_location() -> None:
+    connections = [
+        Connection("A", "B", ConnectionState.REMOVED, progress=3),
+        Connection("A", "C", ConnectionState.ACTIVE, progress=2),
+        Connection("A", "D", ConnectionState.ACTIVE, progress=1),
+        Connection("B", "A", ConnectionState.REMOVED, progress=3),
+        Connection("C", "A", ConnectionState.BLOCKED, progress=0),
+        Connection("B", "C", ConnectionState.ACTIVE, progress=5),
+    ]
+    resets = progress_resets(connections, "A", last_survivor=1)
+    assert [r.to_json() for r in resets] == [
+        {"source": "A", "target": "B", "from": 3, "to": 1},
+        {"source": "A", "target": "C", "from": 2, "to": 1},
+        {"source": "B", "target": "A", "from": 3, "to": 0},
+    ]
+
+
+@given(requests=st.lists(st.integers(min_value=0, max_value=50), min_size=1, max_size=6))
+def test_del4_the_pending_target_only_grows_whatever_the_order_of_requests(requests: list[int]) -> None:
+    pending: int | None = None
+    for n in requests:
+        pending = pending_target(n, pending)
+    assert pending == max(requests)
