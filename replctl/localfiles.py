@@ -14,6 +14,18 @@ from pathlib import Path
 _CHUNK = 1 << 20
 
 
+def make_folders(folder: Path, mode: int) -> None:
+    """Create `folder` and its missing parents, each with exactly `mode` (the umask does not narrow it);
+    folders that exist keep their permissions."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for each in reversed(missing):
+        try:
+            each.mkdir(mode=mode)
+        except FileExistsError:
+            continue  # made meanwhile by another process: it is theirs to set
+        each.chmod(mode)
+
+
 def file_digest(path: Path) -> str:
     """The sha256 (hex) of one file's bytes, read in chunks."""
     sha = hashlib.sha256()

@@ -32,6 +32,7 @@ import typer
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.errors import InvalidInput, ReplctlError
+from replctl.masking import mask
 
 if TYPE_CHECKING:
     from replctl.services.plans import InputDigest
@@ -216,20 +217,21 @@ def run(
     except (KeyboardInterrupt, typer.Exit, typer.Abort):
         raise
     except Exception as exc:  # a bug: say so plainly, keep the traceback for the report
+        # A bug's text is a foreign one: it may quote a URL or a setting, so it is masked like any error.
         if app_ctx.json:
             emit_json(
                 {
                     "ok": False,
                     "error": {
                         "code": "internal",
-                        "message": f"{type(exc).__name__}: {exc}",
+                        "message": mask(f"{type(exc).__name__}: {exc}"),
                         "hint": "this is a bug in replctl; please report it",
                     },
                 }
             )
         else:
-            stderr().print(traceback.format_exc(), markup=False)
-            stderr().print(f"internal error: {type(exc).__name__}: {exc}", markup=False)
+            stderr().print(mask(traceback.format_exc()), markup=False)
+            stderr().print(mask(f"internal error: {type(exc).__name__}: {exc}"), markup=False)
         code = 1
     finally:
         app_ctx.close()

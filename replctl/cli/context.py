@@ -47,10 +47,16 @@ class AppContext:
         return self.plan_out is not None or self.capture_plan
 
     def catalog(self, *, check: bool = True) -> Catalog:
-        """The catalog; `check` refuses one that is missing or at an older revision (exit 6)."""
+        """The catalog; `check` refuses one that is missing or at an older revision (exit 6).
+
+        Only `init` creates a catalog: a SQLite file that is not there is refused before SQLite would
+        create an empty one.
+        """
         if self._catalog is None:
+            from replctl.adapters.catalog.engine import check_exists
             from replctl.adapters.catalog.repository import Catalog
 
+            check_exists(self.settings.db)
             self._catalog = Catalog(self.settings.db)
         if check:
             from replctl.adapters.catalog.migrate import ensure_current
@@ -60,10 +66,12 @@ class AppContext:
         return catalog
 
     def store(self) -> LogStore:
-        """The log store at the configured root."""
+        """The log store at the configured root, which must exist (only `init` creates it; exit 6)."""
         from replctl.adapters.logstore import LogStore
 
-        return LogStore(self.settings.store)
+        store = LogStore(self.settings.store)
+        store.check_root()
+        return store
 
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session."""
