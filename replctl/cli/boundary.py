@@ -108,7 +108,15 @@ def recorded_command(ctx: typer.Context, app: AppContext) -> list[str]:
     return command + (["--reason", app.reason] if app.reason is not None else [])
 
 
-def _refuse_plan_out(ctx: typer.Context, effect: Effect) -> None:
+def _refuse_plan_out(ctx: typer.Context, app: AppContext, effect: Effect) -> None:
+    if effect is not Effect.OPERATION and app.plan_out is None:
+        # `replctl apply` planning a recorded command that is not a journalled operation (`demo`, `status`):
+        # the file was not written by --plan-out, or was edited since.
+        raise InvalidInput(
+            f"not a valid replctl plan: {ctx.command_path} makes no plan",
+            code="bad-plan",
+            hint="make the plan again with a mutating command and --plan-out FILE",
+        )
     if effect is Effect.READS:
         raise InvalidInput(
             f"{ctx.command_path} changes nothing; --plan-out is for mutating commands",
@@ -147,7 +155,11 @@ def _plan(
     from replctl.services.operations import planning
     from replctl.services.plans import new_plan, write_plan
 
-    _refuse_plan_out(ctx, effect)
+    _refuse_plan_out(ctx, app, effect)
+    if app.plan_out is not None:
+        from replctl.localfiles import check_replaceable
+
+        check_replaceable(app.plan_out)  # before the dry run, so a link or FIFO there costs nothing
     if render is None:
         raise ReplctlError(f"{ctx.command_path} renders no outcome to plan", code="internal")
     catalog = app.catalog()
@@ -168,7 +180,7 @@ def _plan(
     if app.plan_out is None:  # `replctl apply` planning again, to compare
         app.planned = plan
         return code
-    write_plan(app.plan_out, plan)
+    write_plan(app.plan_out, plan, app.settings.file_mode)
     if app.json:
         emit_json({"ok": True, "plan_out": str(app.plan_out), "catalog_version": version, "plan": plan.plan})
         return code
