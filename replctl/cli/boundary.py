@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.errors import InvalidInput, ReplctlError
@@ -201,12 +202,15 @@ def run(
     render: Callable[[AppContext, Any], int | None] | None = None,
     *,
     effect: Effect = Effect.READS,
+    question: Question | None = None,
 ) -> NoReturn:
     """Run one command: call the service, render its outcome, exit with the contract's code.
 
     `effect` says whether the command may be planned with --plan-out (`Effect.OPERATION`: its action must
     pass `dry_run=dry_run or app.planning` to its service); under `replctl apply` the action runs inside
     `services.operations.applying`, so the operation checks the plan's catalog version under its leases.
+    A destructive command passes `question` (`cli.confirm`): on a terminal its dry run is shown and the
+    operator asked before the run.
     """
     app_ctx: AppContext = ctx.obj
     code = 0
@@ -215,6 +219,8 @@ def run(
         if app_ctx.planning:
             code = _plan(ctx, app_ctx, action, render, effect)
         else:
+            if question is not None and on_terminal(app_ctx):
+                ask(app_ctx, action, render, question)
             with ExitStack() as scope:
                 if app_ctx.applied is not None:
                     from replctl.services.operations import applying

@@ -33,6 +33,8 @@ class AppContext:
     planned: Plan | None = field(default=None, repr=False)
     # `replctl apply` executing a plan: the catalog version it expects, checked under the leases.
     applied: AppliedPlan | None = None
+    # A destructive command making its dry run to show before asking for confirmation (cli.confirm).
+    previewing: bool = False
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
 
@@ -44,7 +46,7 @@ class AppContext:
     @property
     def planning(self) -> bool:
         """True when a mutating command must only plan: a dry run, whatever --dry-run says."""
-        return self.plan_out is not None or self.capture_plan
+        return self.plan_out is not None or self.capture_plan or self.previewing
 
     def catalog(self, *, check: bool = True) -> Catalog:
         """The catalog; `check` refuses one that is missing or at an older revision (exit 6).
