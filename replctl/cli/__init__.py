@@ -21,6 +21,7 @@ from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
+from replctl.masking import remember
 
 _VALUE_OPTIONS = {
     "--config",
@@ -201,6 +202,7 @@ def root(
     except ReplctlError as exc:
         emit_error(exc, as_json=json_output or output == "json")
         raise typer.Exit(exc.exit_code) from None
+    remember(settings.secrets())
     ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress, plan_out=plan_out)
 
 

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import cell
@@ -337,7 +338,7 @@ def delete(
             )
         return code
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    run(ctx, action, render, effect=Effect.OPERATION, question=deletion_question(location, dry_run))
 
 
 recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
@@ -411,7 +412,12 @@ def recover_location(
             )
         return code
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        if not accept_loss or dry_run:
+            return None
+        return f"recover {name} accepting the loss of what its neighbours deleted (DR5)?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 @drill_app.command("disaster")
@@ -448,7 +454,10 @@ def drill_disaster(
         )
         stdout().print(f"next: replctl recover location {location}", markup=False)
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        return None if dry_run else f"destroy {location}'s stored events from seq {from_seq} on?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 def register(app: typer.Typer) -> None:

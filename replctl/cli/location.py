@@ -184,7 +184,12 @@ def retire(
                 markup=False,
             )
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        if not prune_clock or dry_run:
+            return None
+        return f"retire {name} and remove its id from every clock for good?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 __all__ = ["app", "topology_outcome_json"]

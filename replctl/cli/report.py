@@ -19,7 +19,7 @@ def report(
         typer.Option(
             "--html",
             metavar="PATH",
-            help="Write the report to this file (replaced atomically); its folder must exist.",
+            help="Write the report to this file (replaced atomically, never through a link); its folder must exist.",
         ),
     ],
     recent: Annotated[
@@ -34,7 +34,7 @@ def report(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import report as report_service
 
-        return report_service.write_html(app.catalog(), html, recent=recent)
+        return report_service.write_html(app.catalog(), html, recent=recent, mode=app.settings.file_mode)
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

@@ -94,15 +94,19 @@ def config_show(ctx: typer.Context) -> None:
     """Print every resolved setting and where it came from (flag, env, config, default)."""
 
     def action(app: AppContext) -> dict[str, Any]:
+        from replctl.masking import mask_conf, mask_url
+
         s = app.settings
+        # Passwords, tokens and credential settings are shown as *** (a shared screen, a pasted ticket).
         values = {
             "config": str(s.config_path) if s.config_path else None,
-            "db": s.db,
-            "store": s.store,
+            "db": mask_url(s.db),
+            "store": mask_url(s.store),
             "spark_master": s.spark_master,
-            "spark_remote": s.spark_remote,
-            "spark_conf": dict(s.spark_conf),
+            "spark_remote": mask_url(s.spark_remote) if s.spark_remote else None,
+            "spark_conf": mask_conf(dict(s.spark_conf)),
             "output": s.output,
+            "file_mode": f"{s.file_mode:04o}",
         }
         return {
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}

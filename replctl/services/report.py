@@ -15,7 +15,7 @@ from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
-from replctl.localfiles import write_atomically
+from replctl.localfiles import check_replaceable, write_atomically
 
 RECENT_OPERATIONS = 20
 
@@ -51,9 +51,13 @@ def collect(catalog: Catalog, *, recent: int = RECENT_OPERATIONS) -> dict[str, A
 
 
 def check_target(path: Path) -> Path:
-    """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file."""
-    # resolve(): through a symlink the report replaces the file it points to, not the link.
-    target = path.expanduser().resolve()
+    """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file.
+
+    The path itself is not resolved: a link there is refused when writing, never followed (the report would
+    replace the file it points to, with the report's permissions).
+    """
+    given = path.expanduser().absolute()
+    target = given.parent.resolve() / given.name
     if target.is_dir():
         raise InvalidInput(
             f"cannot write the report to {target}: it is a folder",
@@ -69,17 +73,21 @@ def check_target(path: Path) -> Path:
     return target
 
 
-def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
-    """Write the HTML report to `path`; returns what `report --json` prints after `"ok": true`.
+def write_html(
+    catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS, mode: int = 0o600
+) -> dict[str, Any]:
+    """Write the HTML report to `path` with permissions `mode`; returns what `report --json` prints after
+    `"ok": true`.
 
     The path is checked before the catalog is read, so a typo in it costs nothing.
     """
     from replctl.report_page import render_page
 
     target = check_target(path)
+    check_replaceable(target)
     doc = collect(catalog, recent=recent)
     try:
-        size = write_atomically(target, render_page(doc))
+        size = write_atomically(target, render_page(doc), mode)
     except PermissionError as exc:
         raise InvalidInput(f"cannot write the report to {target}: {exc.strerror}", code="bad-path") from exc
     except OSError as exc:

@@ -207,7 +207,7 @@ def test_a_new_report_replaces_the_old_one_whole_and_leaves_no_temporary_file(
     assert out.stdout.strip() == f"report written: {path.resolve()} (1 location, 0 connections, 1 operation)"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report.html")] == []
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # the operator's own (issue 19)
     assert set(nodes(parse_file(path))) == {"A"}
 
 
