@@ -383,8 +383,14 @@ class ReferenceModel:
         loc.events = [e for e in loc.events if e.seq < from_seq]
         return DONE
 
-    def recover(self, name: str, *, stored_before: list[Event], accept_loss: bool) -> Outcome:
-        """`recover location NAME [--accept-loss]` after a drill; `stored_before` is the log before the drill."""
+    def recover(
+        self, name: str, *, stored_before: list[Event], accept_loss: bool, recorded_floor: bool = True
+    ) -> Outcome:
+        """`recover location NAME [--accept-loss]` after a drill; `stored_before` is the log before the drill.
+
+        `recorded_floor=False` leaves the seq recorded before the loss out of DR1's floor, as the wording before
+        issue 20 did; the test calls it only on a copy, to tell which disasters that known difference reaches.
+        """
         loc = self.locations[name]
         survivors = {(e.origin, e.origin_time) for e in loc.events}
         lost = [e for e in stored_before if (e.origin, e.origin_time) not in survivors]
@@ -396,7 +402,8 @@ class ReferenceModel:
             # DR1: CVV from the survivors ⊔ DVV (the baselines are in DVV); CVV-A[A] is not raised here.
             loc.cvv = vt_join(loc.dvv, *(e.stamp for e in loc.events))
             floor = max(
-                [loc.seq, loc.cvv.get(name, 0)] + [x.cvv.get(name, 0) for x in self.locations.values()]
+                [loc.seq if recorded_floor else 0, loc.cvv.get(name, 0)]
+                + [x.cvv.get(name, 0) for x in self.locations.values()]
             )
             # DR2: every reader of A, current or removed, back to the last survivor; A's sources back to 0.
             for conn in self.connections.values():

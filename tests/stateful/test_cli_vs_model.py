@@ -17,6 +17,7 @@ it can look for other ones. By default it avoids nothing.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shlex
@@ -302,17 +303,8 @@ class CliVsModel(RuleBasedStateMachine):
         loc = self.model.locations[name]
         seqs = [e.seq for e in loc.events]
         from_seq = data.draw(st.integers(seqs[0], seqs[-1]), label="from")
-        if "loss-clock" in AVOID:
-            # DR1's floor at the seq recorded before the loss differs from the older floor only when that seq
-            # is above every own time a survivor, DVV-A or another location's CVV still holds.
-            survivors = [e.origin_time for e in loc.events if e.origin == name and e.seq < from_seq]
-            held = [
-                *survivors,
-                loc.dvv.get(name, 0),
-                *(x.cvv.get(name, 0) for x in self.model.locations.values() if x.name != name),
-            ]
-            if loc.seq > max(held):
-                return
+        if "loss-clock" in AVOID and _floor_matters(self.model, name, from_seq, accept_loss):
+            return
         before: list[Event] = list(loc.events)
         pending = " (pending deletion)" if loc.pending_upto is not None else ""
         self.run("drill disaster" + pending, self.model.drill(name, from_seq), *_drill(name, from_seq))
@@ -360,6 +352,18 @@ class CliVsModel(RuleBasedStateMachine):
                     self.disagree(problems)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _floor_matters(model: ReferenceModel, name: str, from_seq: int, accept_loss: bool) -> bool:
+    """Whether DR1's floor at the seq recorded before the loss changes the outcome of this disaster."""
+    ends = []
+    for recorded in (True, False):
+        trial = copy.deepcopy(model)
+        before = list(trial.locations[name].events)
+        trial.drill(name, from_seq)
+        trial.recover(name, stored_before=before, accept_loss=accept_loss, recorded_floor=recorded)
+        ends.append(trial.locations[name].seq)
+    return ends[0] != ends[1]
 
 
 def _drill(name: str, from_seq: int) -> list[str]:
