@@ -282,7 +282,8 @@ class CliVsModel(RuleBasedStateMachine):
         names = sorted(n for n, x in self.model.locations.items() if x.seq > 0 and x.state == ACTIVE)
         name = data.draw(st.sampled_from(names), label="location")
         loc = self.model.locations[name]
-        # N within the assigned seqs: the pending target of a larger N is min(N, seq) (DEL1), see the report.
+        # N stays within the assigned seqs: whether a pending N above X.seq later reaches events appended
+        # after the request is not decided by DEL1/DEL4, and the model must not guess.
         upto = data.draw(st.integers(1, loc.seq), label="upto")
         smaller = loc.pending_upto is not None and upto < loc.pending_upto and not logical
         if smaller and "smaller-delete" in AVOID:
