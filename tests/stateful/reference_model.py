@@ -411,7 +411,9 @@ class ReferenceModel:
                     conn.progress = min(conn.progress, last_survivor)
                 elif conn.target == name:
                     conn.progress = 0
-            loc.seq = last_survivor
+            # DR1, M4: numbering goes on after T, so event recovery assigns no seq A assigned before the loss
+            # (a deletion requested before it never reaches an event written after it).
+            loc.seq = max(last_survivor, floor)
         else:
             floor = loc.seq
         refused = self._event_recovery(name)
