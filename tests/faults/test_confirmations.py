@@ -52,7 +52,8 @@ def on_terminal(rc: Replctl, *args: str, answer: str | None) -> Terminal:
                 if not chunk:
                     break
                 screen += chunk
-                if answer is not None and screen.endswith(b"[y/N]: "):  # Click writes the space last
+                # Click writes the space last; a JVM sharing the terminal may print after the question.
+                if answer is not None and b"[y/N]: " in screen:
                     os.write(main, answer.encode() + b"\n")
                     answer = None
             elif proc.poll() is not None:
