@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.results import PassResult, PassSpec, RewriteResult, SegmentStats
+from replctl.adapters.spark.results import (
+    PassResult,
+    PassSpec,
+    RewriteResult,
+    SegmentStats,
+    appended_stats,
+)
 from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
@@ -43,7 +49,6 @@ from replctl.adapters.spark.transforms import (
     renumber,
     with_vt_entries,
 )
-from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:
@@ -99,8 +104,7 @@ def append_events(
             store.uri(out_rel)
         )
     # The statistics follow from EM1 without looking at the data.
-    seq_hi = start_seq + count - 1
-    return SegmentStats(count, start_seq, seq_hi, VectorTime(cvv).merge({location: seq_hi}).to_dict())
+    return appended_stats(location, start_seq, count, cvv)
 
 
 def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str | None, list[str], str | None]:
