@@ -73,6 +73,8 @@ class SparkSettings:
 
 _session: SparkSession | None = None
 _session_key: tuple[Any, ...] | None = None
+# The log that explains a Spark failure: the driver log of a local JVM, or the managed engine's log.
+_failure_log: Path | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -97,7 +99,17 @@ def get_session(settings: SparkSettings) -> SparkSession:
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
+    global _failure_log
+    _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
     return session
+
+
+def _engine_log(settings: SparkSettings) -> Path | None:
+    # The managed engine's log, when `remote` is the engine recorded under the home (not another server).
+    from replctl.adapters.spark.server import read_record
+
+    record = read_record(Path(settings.home))
+    return Path(record.log) if record is not None and record.address == settings.remote else None
 
 
 def stop_session() -> None:
@@ -159,17 +171,52 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise EnvironmentFailure(f"cannot import pyspark: {exc}", code="spark") from exc
     builder: Any = SparkSession.builder.master(settings.master).appName("replctl")
-    for k, v in tuned_conf(settings).items():
+    conf = tuned_conf(settings)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     try:
+        _launch_quiet_gateway(settings, conf)
         session: SparkSession = builder.getOrCreate()
     except Exception as exc:
         raise EnvironmentFailure(
-            f"cannot start Spark ({settings.master}): {exc}", code="spark", hint=JAVA_HINT
+            f"cannot start Spark ({settings.master}): {exc}; driver log: {driver_log(settings.home)}",
+            code="spark",
+            hint=JAVA_HINT,
         ) from exc
     if settings.tuned and settings.cds:
         _promote_archive_at_exit(session, settings.home)
     return session
+
+
+def driver_log(home: Path) -> Path:
+    """Where the local driver JVM's own output goes (its start-up lines, JVM and log4j warnings)."""
+    return Path(home).resolve() / "driver.log"
+
+
+def _launch_quiet_gateway(settings: SparkSettings, conf: dict[str, str]) -> None:
+    """Start the driver JVM with its stdout and stderr going to the driver log (issue 17).
+
+    The JVM otherwise prints its start-up lines (`Using incubator modules`, `Setting default log level`, ...)
+    on the command's stderr, where operators learn to overlook replctl's own warnings, and anything it printed
+    on stdout would break `--json`. pyspark keeps one gateway per process: once it is up, later sessions reuse
+    it and this does nothing.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(settings.master).setAppName("replctl")
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    log = driver_log(settings.home)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"--- replctl pid {os.getpid()}: driver JVM for {settings.master}\n".encode())
+        out.flush()
+        # pyspark leaves launch_gateway unannotated.
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 def _check_connect_dependencies(settings: SparkSettings) -> None:
@@ -287,5 +334,6 @@ def spark_failures(what: str) -> Iterator[None]:
     except Exception as exc:
         if type(exc).__module__.startswith(("pyspark", "py4j")):
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise EnvironmentFailure(f"{what} failed in Spark: {first_line}", code="spark") from exc
+            where = f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
+            raise EnvironmentFailure(f"{what} failed in Spark: {first_line}{where}", code="spark") from exc
         raise
