@@ -19,6 +19,7 @@ class SparkChoice:
     remote: str | None
     why: str
     warning: str | None = None
+    managed: bool = False  # `remote` is the managed engine
 
 
 def choose_spark(settings: Settings) -> SparkChoice:
@@ -53,7 +54,9 @@ def choose_spark(settings: Settings) -> SparkChoice:
             code="engine-version",
             hint="restart it with this installation: replctl engine stop && replctl engine start",
         )
-    return SparkChoice(settings.spark_master, found.record.address, "managed engine (replctl engine start)")
+    return SparkChoice(
+        settings.spark_master, found.record.address, "managed engine (replctl engine start)", managed=True
+    )
 
 
 class Engine:
@@ -82,6 +85,7 @@ class Engine:
                 remote=choice.remote,
                 conf=self.settings.spark_conf,
                 home=self.settings.home,
+                managed=choice.managed,
             )
         )
         if self._progress_wanted and self._progress is None:

@@ -166,8 +166,15 @@ def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothin
     tool.run("engine", "stop")
     out, err = replicate.communicate(timeout=600)
     assert replicate.returncode == 6, err
-    assert json.loads(out)["error"]["code"] == "spark"
-    assert "Traceback" not in err
+    # The server's absence is the environment's fault (exit 6), never the filter's: B→C is not marked failed.
+    assert json.loads(out)["error"] == {
+        "code": "spark",
+        "message": "cannot check the filter \"key IN ('e1', 'e2')\": Spark is unreachable "
+        f"(Spark's log: {tool.home / 'engine.log'})",
+        "hint": None,
+    }
+    assert err == ""
+    assert [c["state"] for c in tool.json("status")["connections"]] == ["active", "active"]
 
     tool.run("replicate")  # the engine is gone (stopped, forgotten): local Spark
     expected = [(1, "A", 1, "e1"), (2, "A", 2, "e2")]

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,10 +66,11 @@ class SparkSettings:
     tuned: bool = True  # the cold-start tuning below; off only to measure it
     cds: bool = True  # the JVM class-data-sharing archive (classic sessions only)
     java_options: tuple[str, ...] = ()  # extra driver JVM options, after the tuned ones
+    managed: bool = False  # `remote` is the managed engine on loopback (`replctl engine start`)
 
     def cache_key(self) -> tuple[Any, ...]:
         """What identifies an equivalent session (the home only locates caches)."""
-        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options)
+        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options, self.managed)
 
 
 _session: SparkSession | None = None
@@ -243,6 +245,15 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
         raise EnvironmentFailure(
             f"cannot reach Spark Connect at {settings.remote}: {exc}", code="spark"
         ) from exc
+    if settings.managed:
+        # The client retries an unreachable server for at least ten minutes, which suits a cluster's server
+        # that restarts. The managed engine runs on this machine: refused means stopped, so a command fails
+        # (exit 6, nothing committed by the failing step) within seconds instead of hanging.
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
+        # The client also warns on stderr when it gives up; replctl reports the failure itself (exit 6).
+        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     return session
 
 
@@ -332,8 +343,28 @@ def spark_failures(what: str) -> Iterator[None]:
     except ReplctlError:
         raise
     except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
+        # grpc: a Spark Connect server that went away mid-command (the client gives up after its retries).
+        if type(exc).__module__.startswith(("pyspark", "py4j", "grpc")):
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            where = f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
-            raise EnvironmentFailure(f"{what} failed in Spark: {first_line}{where}", code="spark") from exc
+            raise EnvironmentFailure(
+                f"{what} failed in Spark: {first_line}{failure_log_note()}", code="spark"
+            ) from exc
         raise
+
+
+def failure_log_note() -> str:
+    """` (Spark's log: PATH)` naming the log that explains a Spark failure, or "" when there is none."""
+    return f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the Spark Connect server cannot be reached, not what was asked."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith("grpc"):
+            return True
+        error_class = getattr(seen, "getCondition", None) or getattr(seen, "getErrorClass", None)
+        if callable(error_class) and error_class() == "RETRIES_EXCEEDED":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
