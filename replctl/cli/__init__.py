@@ -221,6 +221,9 @@ def _register() -> None:
     from replctl.cli import report
 
     report.register(app)
+    from replctl.cli import engine
+
+    app.add_typer(engine.app, name="engine")
 
 
 _register()

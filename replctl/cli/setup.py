@@ -108,10 +108,20 @@ def config_show(ctx: typer.Context) -> None:
             "output": s.output,
             "file_mode": f"{s.file_mode:04o}",
         }
-        return {
+        shown = {
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
             for name, value in values.items()
         }
+        from replctl.errors import EnvironmentFailure
+        from replctl.services.engine import choose_spark
+
+        # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
+        try:
+            choice = choose_spark(s)
+            shown["spark"] = {"value": choice.remote or choice.master, "source": choice.why}
+        except EnvironmentFailure as exc:
+            shown["spark"] = {"value": None, "source": f"{exc} ({exc.hint})"}
+        return shown
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

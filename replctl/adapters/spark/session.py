@@ -25,6 +25,7 @@ import re
 import shutil
 import socket
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,14 +101,17 @@ class SparkSettings:
     tuned: bool = True  # the cold-start tuning below; off only to measure it
     cds: bool = True  # the JVM class-data-sharing archive (classic sessions only)
     java_options: tuple[str, ...] = ()  # extra driver JVM options, after the tuned ones
+    managed: bool = False  # `remote` is the managed engine on loopback (`replctl engine start`)
 
     def cache_key(self) -> tuple[Any, ...]:
         """What identifies an equivalent session (the home only locates caches)."""
-        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options)
+        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options, self.managed)
 
 
 _session: SparkSession | None = None
 _session_key: tuple[Any, ...] | None = None
+# The log that explains a Spark failure: the driver log of a local JVM, or the managed engine's log.
+_failure_log: Path | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -136,7 +140,17 @@ def get_session(settings: SparkSettings) -> SparkSession:
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
+    global _failure_log
+    _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
     return session
+
+
+def _engine_log(settings: SparkSettings) -> Path | None:
+    # The managed engine's log, when `remote` is the engine recorded under the home (not another server).
+    from replctl.adapters.spark.server import read_record
+
+    record = read_record(Path(settings.home))
+    return Path(record.log) if record is not None and record.address == settings.remote else None
 
 
 def stop_session() -> None:
@@ -204,9 +218,11 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise EnvironmentFailure(f"cannot import pyspark: {exc}", code="spark") from exc
     builder: Any = SparkSession.builder.master(settings.master).appName("replctl")
-    for k, v in tuned_conf(settings).items():
+    conf = tuned_conf(settings)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     try:
+        _launch_quiet_gateway(settings, conf)
         session: SparkSession = builder.getOrCreate()
     except Exception as exc:
         # A local driver that does not start is the Java runtime's fault; a cluster's may be its master's.
@@ -214,11 +230,44 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
         if not settings.master.startswith("local"):
             hint = f"check that the master {settings.master} is up and reachable from here; or {JAVA_HINT}"
         raise EnvironmentFailure(
-            f"cannot start Spark ({settings.master}): {exc}", code="spark", hint=hint
+            f"cannot start Spark ({settings.master}): {exc}; driver log: {driver_log(settings.home)}",
+            code="spark",
+            hint=hint,
         ) from exc
     if settings.tuned and settings.cds:
         _promote_archive_at_exit(session, settings.home)
     return session
+
+
+def driver_log(home: Path) -> Path:
+    """Where the local driver JVM's own output goes (its start-up lines, JVM and log4j warnings)."""
+    return Path(home).resolve() / "driver.log"
+
+
+def _launch_quiet_gateway(settings: SparkSettings, conf: dict[str, str]) -> None:
+    """Start the driver JVM with its stdout and stderr going to the driver log (issue 17).
+
+    The JVM otherwise prints its start-up lines (`Using incubator modules`, `Setting default log level`, ...)
+    on the command's stderr, where operators learn to overlook replctl's own warnings, and anything it printed
+    on stdout would break `--json`. pyspark keeps one gateway per process: once it is up, later sessions reuse
+    it and this does nothing.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(settings.master).setAppName("replctl")
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    log = driver_log(settings.home)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"--- replctl pid {os.getpid()}: driver JVM for {settings.master}\n".encode())
+        out.flush()
+        # pyspark leaves launch_gateway unannotated.
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 def _check_connect_dependencies(settings: SparkSettings) -> None:
@@ -297,6 +346,15 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
             code="spark-unreachable",
             hint=REMOTE_HINT,
         ) from exc
+    if settings.managed:
+        # The client retries an unreachable server for at least ten minutes, which suits a cluster's server
+        # that restarts. The managed engine runs on this machine: refused means stopped, so a command fails
+        # (exit 6, nothing committed by the failing step) within seconds instead of hanging.
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
+        # The client also warns on stderr when it gives up; replctl reports the failure itself (exit 6).
+        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     return session
 
 
@@ -386,13 +444,15 @@ def spark_failures(what: str) -> Iterator[None]:
     except ReplctlError:
         raise
     except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
+        # grpc: a Spark Connect server that went away mid-command (the client gives up after its retries).
+        if type(exc).__module__.startswith(("pyspark", "py4j", "grpc")):
             raise spark_failure(what, exc) from exc
         raise
 
 
 def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
-    """The error (exit 6) for a failed Spark call: its root cause in one line, not py4j's call site.
+    """The error (exit 6) for a failed Spark call: its root cause in one line, not py4j's call site, and the
+    log that explains it.
 
     A failed write reaches Python as "An error occurred while calling o108.parquet", with the Java
     exception and its causes below; the last `Caused by:` is what went wrong (no space left on the device,
@@ -408,5 +468,25 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
     else:
         root = lines[0] if lines else type(exc).__name__
     if root.startswith(_STORE_FAULTS):
-        return EnvironmentFailure(f"{what} failed in the store: {root}", code="store", hint=STORE_HINT)
-    return EnvironmentFailure(f"{what} failed in Spark: {root}", code="spark")
+        return EnvironmentFailure(
+            f"{what} failed in the store: {root}{failure_log_note()}", code="store", hint=STORE_HINT
+        )
+    return EnvironmentFailure(f"{what} failed in Spark: {root}{failure_log_note()}", code="spark")
+
+
+def failure_log_note() -> str:
+    """` (Spark's log: PATH)` naming the log that explains a Spark failure, or "" when there is none."""
+    return f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the Spark Connect server cannot be reached, not what was asked."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith("grpc"):
+            return True
+        error_class = getattr(seen, "getCondition", None) or getattr(seen, "getErrorClass", None)
+        if callable(error_class) and error_class() == "RETRIES_EXCEEDED":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
