@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 from clitool import Replctl
 from pg import free_port
+from spark_session import HOME
+
+from replctl.adapters.spark.session import driver_log
 
 REMOTE_HINT = (
     "check --spark-remote / REPLCTL_SPARK_REMOTE and that the Spark Connect server runs and is reachable"
@@ -114,7 +117,8 @@ def test_a_full_store_exits_6_naming_the_cause_and_appends_nothing(tmp_path: Pat
     doc = rc.json("log", "append", "A", "--generate", "50", expect=6)
     assert doc["error"] == {
         "code": "store",
-        "message": "append to A failed in the store: java.io.IOException: No space left on device",
+        "message": "append to A failed in the store: java.io.IOException: No space left on device"
+        f" (Spark's log: {driver_log(HOME)})",
         "hint": STORE_HINT,
     }
     assert rc.location("A")["seq"] == 0
