@@ -65,6 +65,19 @@ class OperationContext:
             for resource, token in self.tokens.items():
                 tx.check_lease(resource, token)
 
+    def lease(self, resource: str) -> None:
+        """Take one more lease in the middle of the operation, held until it ends like the first ones.
+
+        For what the operation comes to touch only as it runs (issue 19: a location added while a full
+        `replicate` runs); `LockHeld` (exit 4) when another operation holds it. A dry run takes none.
+        """
+        if self.dry_run or self.id is None or resource in self.tokens:
+            return
+        with self.catalog.transaction() as tx:
+            self.tokens[resource] = tx.acquire_lease(
+                resource, holder_name(_actor()), self.id, LEASE_TTL_SECONDS
+            )
+
     def step(self, tx: CatalogTransaction, name: str, detail: dict[str, Any] | None = None) -> None:
         """Journal a completed step in the same transaction as its effect."""
         if self.id is not None:
