@@ -439,7 +439,7 @@ def replicate_one(
     for. The operation leases the locations whose deletions it retries; one requested after the leases were
     taken waits for the next run.
     """
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         waiting = {p.location for p in tx.pending_deletions()}
 
     def body(ctx: OperationContext) -> dict[str, Any]:
@@ -485,7 +485,7 @@ def replicate_all(
     catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
     """`replicate`: every current connection, round after round, until a round changes nothing."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         live = [loc.name for loc in tx.locations() if not loc.retired]
 
     def body(ctx: OperationContext) -> dict[str, Any]:

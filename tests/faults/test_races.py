@@ -140,3 +140,34 @@ def test_issue19_1_a_connection_added_from_the_source_during_a_deletion_defers_i
     assert rc.location("A")["deleted_upto"] == 3
     assert rc.keys("A") == []
     assert rc.json("log", "verify")["ok"]
+
+
+@pytest.mark.timeout(120)
+def test_issue15_6_status_reads_while_a_replicate_holds_the_write_lock_and_neither_waits(rc: Replctl) -> None:
+    for name in "AB":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc.append("A", "a1", "a2")
+    seen: list[dict[str, Any]] = []
+
+    def status_inside_the_commit() -> None:
+        # The replicate is inside its committing transaction: on SQLite it holds the write lock here. Each
+        # redraw of `status --watch` is this read; it must not wait for the writer (it used to, for the
+        # busy timeout, then exit 6).
+        seen.append(rc.json("status"))
+
+    # An operator's read held open for the whole pass (a watch mid-redraw) does not hold the writer up.
+    with (
+        failpoints.calling("replicate.in-commit", status_inside_the_commit) as ran,
+        Catalog(rc.db_url) as catalog,
+        catalog.transaction(readonly=True) as reading,
+    ):
+        assert [loc.seq for loc in reading.locations() if loc.name == "B"] == [0]  # the snapshot starts
+        doc = rc.json("replicate", "A", "B")
+        assert [loc.seq for loc in reading.locations() if loc.name == "B"] == [0]
+    assert ran == ["replicate.in-commit"]
+    # The read saw the catalog as it was before the pass committed; the pass then committed.
+    ((before_b,),) = [[x for x in seen[0]["locations"] if x["name"] == "B"]]
+    assert before_b["seq"] == 0
+    assert _pass(doc, "A", "B")["written"] == 2
+    assert rc.location("B")["seq"] == 2
