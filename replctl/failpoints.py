@@ -4,8 +4,9 @@
 `<name>@<n>` kills it the n-th time it gets there (a point inside a loop, such as one replication pass of
 many). `REPLCTL_FAILPOINT_MODE=raise` raises `FailpointCrash` instead, so in-process tests can simulate the
 same crash without losing their interpreter; `REPLCTL_FAILPOINT_MODE=pause:SECONDS` only waits there, holding
-whatever the operation holds, so that a test can make two operators meet. Unset, a failpoint costs one
-dictionary lookup.
+whatever the operation holds, so that a test can make two operators meet; `REPLCTL_FAILPOINT_MODE=fifo:PATH`
+waits there until a test opens the FIFO at PATH for writing and closes it, with no clock involved. Unset, a
+failpoint costs one dictionary lookup.
 
 In-process tests of races use `calling(name, callback)` instead: the first time the point is reached, the
 callback runs right there (typically another command, as a second operator would run it), while the first
@@ -26,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 # name -> what is committed and what is not when a process dies there.
 POINTS: dict[str, str] = {
@@ -111,6 +113,12 @@ def hit(name: str) -> None:
     mode = os.environ.get("REPLCTL_FAILPOINT_MODE", "")
     if mode == "raise":
         raise FailpointCrash(wanted)
+    if mode.startswith("fifo:"):
+        # Held until a test has opened the FIFO for writing and closed it again: the pause ends exactly when
+        # the test says, however slowly either process started.
+        with Path(mode.removeprefix("fifo:")).open("rb") as fifo:
+            fifo.read()
+        return
     if mode.startswith("pause:"):
         time.sleep(float(mode.removeprefix("pause:")))
         return
