@@ -36,6 +36,20 @@ def _pass(doc: dict[str, Any], source: str, target: str) -> dict[str, Any]:
 
 
 def test_issue19_3_a_filter_set_during_a_pass_wins_and_the_pass_is_discarded_with_exit_5(rc: Replctl) -> None:
+    _filter_set_during_a_pass(rc)
+
+
+@pytest.mark.postgres
+def test_issue19_3_on_postgresql_a_filter_set_during_a_pass_wins_and_the_pass_is_discarded(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    rc = Replctl(tmp_path, db_url=postgres_url)
+    rc("init")
+    failpoints.reset()
+    _filter_set_during_a_pass(rc)
+
+
+def _filter_set_during_a_pass(rc: Replctl) -> None:
     for name in "AB":
         rc("location", "add", name)
     rc("topology", "add", "A", "B")
