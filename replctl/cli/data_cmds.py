@@ -229,8 +229,10 @@ def replicate(
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
-        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete.
-        code = 5 if any(p["action"] == "failed" for p in out["passes"]) and not out["dry_run"] else 0
+        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete. Issue 19:
+        # so is a pass a concurrent topology change discarded, or one whose locations another operation holds.
+        unfinished = {"failed", "discarded", "skipped"}
+        code = 5 if any(p["action"] in unfinished for p in out["passes"]) and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
             return code

@@ -46,7 +46,7 @@ def list_(ctx: typer.Context) -> None:
     """List every location, retired ones included."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             return tx.locations()
 
     def render(app: AppContext, locations: Any) -> None:
@@ -74,7 +74,7 @@ def show(ctx: typer.Context, name: str) -> None:
     """Show one location: metadata, connections in and out, segments."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             loc = get_location(tx, name)
             conns = [c for c in tx.connections() if name in (c.source, c.target)]
             segments = tx.segments(name)

@@ -316,7 +316,7 @@ def show(
     limit: int | None = None,
 ) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
         segments = [s for s in tx.segments(name) if s.seq_hi >= from_seq]
     events: list[dict[str, Any]] = []
@@ -348,7 +348,7 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
     from replctl.core.topology_rules import validate as validate_state
     from replctl.services.topology import load_state
 
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         every = {loc.name: loc for loc in tx.locations()}
         wanted = names or [n for n, loc in every.items() if not loc.retired]
         for n in wanted:

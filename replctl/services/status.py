@@ -30,7 +30,7 @@ def status(catalog: Catalog) -> dict[str, Any]:
     from replctl.services.topology import load_state, violation_json
     from replctl.services.views import location_json
 
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         locations = tx.locations()
         connections = tx.connections()
         segments = {loc.name: tx.segments(loc.name) for loc in locations}
