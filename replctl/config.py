@@ -17,6 +17,7 @@ from replctl.errors import InvalidInput
 
 DEFAULT_DB = "sqlite:///.replctl/catalog.db"
 DEFAULT_STORE = ".replctl/logs"
+DEFAULT_BACKUP_STORE = ".replctl/backups"
 DEFAULT_MASTER = "local[*]"
 CONFIG_FILE = "replctl.toml"
 
@@ -24,6 +25,7 @@ CONFIG_FILE = "replctl.toml"
 _SOURCES: dict[str, tuple[str | None, Any]] = {
     "db": ("REPLCTL_DB", DEFAULT_DB),
     "store": ("REPLCTL_STORE", DEFAULT_STORE),
+    "backup_store": ("REPLCTL_BACKUP_STORE", DEFAULT_BACKUP_STORE),
     "spark_master": ("REPLCTL_SPARK_MASTER", DEFAULT_MASTER),
     "spark_remote": ("REPLCTL_SPARK_REMOTE", None),
     "output": ("REPLCTL_OUTPUT", "text"),
@@ -44,6 +46,7 @@ class Settings:
 
     db: str
     store: str
+    backup_store: str  # where `backup create` writes (rules.md BK1); a path or file:// URI
     spark_master: str
     spark_remote: str | None
     spark_conf: tuple[tuple[str, str], ...]
@@ -148,6 +151,7 @@ def resolve(
     return Settings(
         db=db,
         store=store,
+        backup_store=_resolve_store(str(values["backup_store"]), base),
         spark_master=str(values["spark_master"]),
         spark_remote=values["spark_remote"],
         spark_conf=tuple(conf.items()),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from replctl.config import Settings
 
 if TYPE_CHECKING:
+    from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
     from replctl.services.engine import Engine
@@ -64,6 +65,12 @@ class AppContext:
         from replctl.adapters.logstore import LogStore
 
         return LogStore(self.settings.store)
+
+    def backups(self) -> BackupStore:
+        """The backup store at the configured root (rules.md BK1)."""
+        from replctl.adapters.backupstore import BackupStore
+
+        return BackupStore(self.settings.backup_store)
 
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session."""

@@ -354,6 +354,10 @@ def recover_location(
     accept_loss: Annotated[
         bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
     ] = False,
+    from_backup: Annotated[
+        str | None,
+        typer.Option("--from-backup", metavar="ID|latest", help="Restore the log from a backup first (BK2)."),
+    ] = None,
     dry_run: DryRun = False,
 ) -> None:
     """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
@@ -361,6 +365,21 @@ def recover_location(
     def action(app: AppContext) -> Any:
         from replctl.services import recovery
 
+        if from_backup is not None:
+            if lost_from is not None:
+                raise InvalidInput("give --lost-from or --from-backup, not both", code="usage")
+            from replctl.services import restore
+
+            return restore.restore(
+                app.catalog(),
+                app.engine(),
+                app.backups(),
+                name,
+                from_backup,
+                accept_loss=accept_loss,
+                reason=app.reason,
+                dry_run=dry_run or app.planning,
+            )
         return recovery.recover(
             app.catalog(),
             app.engine(),
@@ -381,6 +400,8 @@ def recover_location(
             console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
             return 0
         prefix = "would " if out["dry_run"] else ""
+        if out.get("backup"):
+            console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
         if out["lost_from"] is not None:
             console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
         for r in out["progress_resets"]:

@@ -99,6 +99,7 @@ def config_show(ctx: typer.Context) -> None:
             "config": str(s.config_path) if s.config_path else None,
             "db": s.db,
             "store": s.store,
+            "backup_store": s.backup_store,
             "spark_master": s.spark_master,
             "spark_remote": s.spark_remote,
             "spark_conf": dict(s.spark_conf),

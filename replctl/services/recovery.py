@@ -152,6 +152,13 @@ def _recover(
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
+    return finish_recovery(ctx, engine, name, accept_loss, doc)
+
+
+def finish_recovery(
+    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+) -> dict[str, Any]:
+    """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1)."""
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
         return doc
