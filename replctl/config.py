@@ -29,6 +29,7 @@ _SOURCES: dict[str, tuple[str | None, Any]] = {
     "spark_master": ("REPLCTL_SPARK_MASTER", DEFAULT_MASTER),
     "spark_remote": ("REPLCTL_SPARK_REMOTE", None),
     "output": ("REPLCTL_OUTPUT", "text"),
+    "require_recoverable": ("REPLCTL_REQUIRE_RECOVERABLE", False),
 }
 
 
@@ -53,6 +54,8 @@ class Settings:
     output: str
     home: Path  # where replctl keeps its own caches (the JVM class-data archive)
     config_path: Path | None
+    # The catalog's BK4 policy: `delete` refuses a cut that leaves a location unrecoverable.
+    require_recoverable: bool = False
     origins: Mapping[str, Setting] = field(default_factory=dict)
 
     @property
@@ -83,6 +86,18 @@ def _resolve_store(uri: str, base: Path) -> str:
     if "://" in uri:
         return uri
     return str((base / uri).resolve())
+
+
+def _flag(value: Any, name: str) -> bool:
+    # TOML gives a bool; the environment gives text.
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise InvalidInput(f"{name} must be true or false, got {value!r}", code="bad-config")
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -158,5 +173,6 @@ def resolve(
         output=str(values["output"]),
         home=home,
         config_path=config_path,
+        require_recoverable=_flag(values["require_recoverable"], "require_recoverable"),
         origins=origins,
     )

@@ -285,13 +285,22 @@ def delete(
         typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
     ] = None,
     logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
+    require_recoverable: Annotated[
+        bool,
+        typer.Option(
+            "--require-recoverable",
+            help="Refuse (exit 3) a deletion that would leave a location unrecoverable (BK4).",
+        ),
+    ] = False,
     dry_run: DryRun = False,
 ) -> None:
     """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import deletion
+        from replctl.services.backups import DeletionGuard
 
+        require = require_recoverable or app.settings.require_recoverable
         return deletion.delete(
             app.catalog(),
             app.engine(),
@@ -301,6 +310,7 @@ def delete(
             logical=logical,
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            guard=DeletionGuard(tuple(app.manifests() or ()), require),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -309,6 +319,14 @@ def delete(
             emit_json({"ok": True, **out})
             return code
         console = stdout()
+        for hurt in out.get("makes_unrecoverable", []):
+            from replctl.core.backups import shortfall_text
+
+            console.print(
+                f"warning [BK4]: {hurt['location']} {'would become' if out['dry_run'] else 'is now'} "
+                f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
+                markup=False,
+            )
         if out["dry_run"]:
             would = out["would_delete"]
             console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)

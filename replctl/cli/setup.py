@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -89,6 +90,26 @@ def db_current(ctx: typer.Context) -> None:
     run(ctx, action, render)
 
 
+@db_app.command("backup")
+def db_backup(
+    ctx: typer.Context, file: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the copy.")]
+) -> None:
+    """Copy a SQLite catalog with SQLite's online backup API (PostgreSQL: use pg_dump)."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.adapters.catalog.snapshot import backup_sqlite
+
+        return backup_sqlite(app.settings.db, file)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            stdout().print(f"catalog copied to {out['file']} ({out['bytes']} bytes)", markup=False)
+
+    run(ctx, action, render)
+
+
 @config_app.command("show")
 def config_show(ctx: typer.Context) -> None:
     """Print every resolved setting and where it came from (flag, env, config, default)."""
@@ -104,6 +125,7 @@ def config_show(ctx: typer.Context) -> None:
             "spark_remote": s.spark_remote,
             "spark_conf": dict(s.spark_conf),
             "output": s.output,
+            "require_recoverable": s.require_recoverable,
         }
         return {
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
@@ -133,7 +155,7 @@ def status(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog())
+        return status_service.status(app.catalog(), app.manifests())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         from replctl.cli.render import render_status
@@ -178,7 +200,7 @@ def _watch(ctx: typer.Context, seconds: float) -> None:
 
                 capture = Console(record=True, width=console.width)
                 with capture.capture():
-                    render_status(capture, status_service.status(app.catalog()))
+                    render_status(capture, status_service.status(app.catalog(), app.manifests()))
                 live.update(Group(capture.export_text()), refresh=True)
                 time.sleep(seconds)
     except KeyboardInterrupt:

@@ -7,13 +7,13 @@ construction). The manifest is written last: a backup without one does not exist
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from replctl.core import recovery as dr
-from replctl.core.model import Connection, Location
+from replctl.core.model import Connection, Location, LocationState
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import EMPTY, VectorTime
 
@@ -253,6 +253,11 @@ def recoverability(
     return Recoverability(name, "no", backup_id_, shortfall=_shortfall(location.cvv, vector))
 
 
+def shortfall_text(shortfall: Mapping[str, Sequence[int]]) -> str:
+    """A shortfall as operators read it: `A: 1..2, C: 4..4` (origin, first and last origin time lost)."""
+    return ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(shortfall.items())) or "an unknown part"
+
+
 def _keep_filter(filter_: str, _location: str) -> str:
     # Only whether a source is filtered matters here; the expression itself is never evaluated.
     return filter_
@@ -279,3 +284,25 @@ def recoverability_all(
         for name, loc in sorted(by_name.items())
         if active(loc)
     }
+
+
+def made_unrecoverable(
+    state: TopologyState,
+    locations: Iterable[Location],
+    connections: Iterable[Connection],
+    manifests: Iterable[Manifest],
+    *,
+    deleting: str,
+    dvv_after: VectorTime,
+) -> list[Recoverability]:
+    """BK4: the locations recoverable now that a physical deletion at `deleting`, leaving `dvv_after` as its
+    DVV, would make not recoverable (or unknown), each with what it would then lack."""
+    every, conns, backups = list(locations), list(connections), list(manifests)
+
+    def active(loc: Location) -> bool:
+        return loc.state is LocationState.ACTIVE
+
+    before = recoverability_all(state, every, conns, backups, active)
+    changed = [replace(x, dvv=x.dvv | dvv_after) if x.name == deleting else x for x in every]
+    after = recoverability_all(state, changed, conns, backups, active)
+    return [after[n] for n in sorted(after) if before[n].state == "yes" and after[n].state != "yes"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,10 +19,12 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
-from replctl.errors import EnvironmentFailure, InvalidInput
+from replctl.core.model import Location, Segment
+from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.topology import load_state
 
 
 def create(
@@ -120,6 +123,14 @@ def _who() -> str:
         return "unknown"
 
 
+def readable(backups: BackupStore) -> list[bk.Manifest] | None:
+    """Every backup, or None when the backup store cannot be read (`status` then answers BK3 `unknown`)."""
+    try:
+        return backups.manifests()
+    except EnvironmentFailure:
+        return None
+
+
 def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
     """`backup list [LOC]`: complete backups, oldest first."""
     return {
@@ -213,3 +224,59 @@ def check_location(catalog: Catalog, name: str) -> None:
     """Refuse an unknown location name (exit 2) before reading any backup."""
     with catalog.transaction(readonly=True) as tx:
         get_location(tx, name)
+
+
+@dataclass(frozen=True)
+class DeletionGuard:
+    """BK4 for one `delete`: the backups BK3 starts from, and whether a deletion that hurts is refused."""
+
+    manifests: tuple[bk.Manifest, ...]
+    require: bool
+
+
+def check_deletion(
+    ctx: OperationContext,
+    guard: DeletionGuard,
+    loc: Location,
+    segments: list[Segment],
+    *,
+    cut_upto: int,
+    doc: dict[str, Any],
+) -> None:
+    """BK4: report (in `doc["makes_unrecoverable"]`) the locations the cut would make unrecoverable; refuse
+    (exit 3) when the guard requires it, before anything changed.
+
+    The DVV after the cut is taken from the segments' LUBs (identities included, RET4), so a straddling
+    segment counts whole: the answer errs towards reporting, never towards silence. Dry run and run agree.
+    """
+    hurt: list[bk.Recoverability] = []
+    if cut_upto > loc.deleted_upto:
+        dropped = [s.vt_lub for s in segments if s.seq_lo <= cut_upto and s.seq_hi > loc.deleted_upto]
+        with ctx.transaction() as tx:
+            state, locations, connections = load_state(tx), tx.locations(), tx.connections()
+        hurt = bk.made_unrecoverable(
+            state,
+            locations,
+            connections,
+            guard.manifests,
+            deleting=loc.name,
+            dvv_after=loc.dvv.merge(*dropped),
+        )
+    doc["makes_unrecoverable"] = [
+        {**r.to_json(), "location": r.location, "fix": f"replctl backup create {r.location}"} for r in hurt
+    ]
+    if hurt and guard.require:
+        names = ", ".join(r.location for r in hurt)
+        lost = "; ".join(
+            f"{r.location} would lose "
+            + (
+                ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(r.shortfall.items()))
+                or "an unknown part"
+            )
+            for r in hurt
+        )
+        raise Refused(
+            f"refused [BK4]: deleting {loc.name} up to {cut_upto} would make {names} unrecoverable ({lost})",
+            code="BK4",
+            hint=" && ".join(f"replctl backup create {r.location}" for r in hurt),
+        )

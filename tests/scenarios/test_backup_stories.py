@@ -82,3 +82,104 @@ def test_restoring_a_location_from_another_locations_backup_exits_2_and_changes_
     missing = rc.json("recover", "location", "B", "--from-backup", "latest", expect=6)
     assert missing["error"]["code"] == "backup-missing"
     assert rc.snapshot() == before and rc.keys("B") == ["a1"]
+
+
+def test_status_shows_which_locations_a_loss_would_hurt_and_the_backup_that_fixes_it(rc: Replctl) -> None:
+    # BK3: after A deletes a1, a2, B alone holds them: B is not recoverable until it is backed up.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    rc("delete", "A", "--upto", "2")
+    assert rc.location("B")["recoverable"] == {"state": "no", "backup": None, "shortfall": {"A": [1, 2]}}
+    assert rc.location("A")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    text = rc("status").stdout
+    assert "no (would lose A: 1..2; fix: replctl backup create B)" in text
+    made = rc.json("backup", "create", "B")["backups"][0]
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": made["id"], "shortfall": {}}
+
+
+def test_a_backup_survives_compaction_deletion_and_pruning_and_later_backups_reuse_its_segments(
+    rc: Replctl,
+) -> None:
+    # (d) BK1: the backup's files are its own; what later happens to the live log never reaches them.
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc.append("A", "a2")
+    rc.append("A", "a3")
+    rc("replicate")
+    first = rc.json("backup", "create", "A", "--reason", "before maintenance")["backups"][0]
+    assert (first["events"], first["segments"], first["segments_reused"]) == (3, 3, 0)
+    rc.append("A", "a4")
+    second = rc.json("backup", "create", "A")["backups"][0]
+    assert (second["events"], second["segments"], second["segments_reused"]) == (4, 4, 3)  # incremental
+    rc("log", "compact", "A")
+    rc("delete", "A", "--upto", "2")
+    assert rc.keys("A") == ["a3", "a4"]
+    pruned = rc.json("backup", "prune", "A", "--keep-last", "1")
+    # The first backup goes; every file it named is still listed by the second, so none is removed.
+    assert (pruned["removed"], pruned["files_removed"]) == ([first["id"]], [])
+    listed = rc.json("backup", "list", "A")["backups"]
+    assert [b["id"] for b in listed] == [second["id"]]
+    verified = rc.json("backup", "verify")
+    assert verified["backups"] == [{"id": second["id"], "location": "A", "ok": True, "problems": []}]
+    shown = rc.json("backup", "show", second["id"])["backup"]
+    assert [(s["seq_lo"], s["seq_hi"]) for s in shown["segments"]] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    # The live log lost a1, a2; a restore from the backup gets them back, as the backup took them.
+    rc("drill", "disaster", "A", "--from", "1")
+    doc = rc.json("recover", "location", "A", "--from-backup", second["id"])
+    assert doc["refused"] == []
+    assert rc.keys("A") == ["a1", "a2", "a3", "a4"]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl) -> None:
+    two_locations(rc)
+    rc.append("A", "a1")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    shown = rc.json("backup", "show", made["id"])["backup"]
+    for file in (rc.backups / "segments" / shown["segments"][0]["path"]).rglob("*.parquet"):
+        file.write_bytes(b"damaged")
+    out = rc.json("backup", "verify", expect=6)
+    assert out["error"]["code"] == "backup-damaged"
+    before = rc.snapshot()
+    refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert refused["error"]["code"] == "backup-damaged"
+    assert refused["error"]["message"] == (
+        f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the manifest's"
+    )
+    assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+
+
+def test_a_deletion_that_would_leave_b_unrecoverable_is_refused_until_b_is_backed_up(rc: Replctl) -> None:
+    # (b) BK4: A may delete a1, a2 (B holds them, DEL3), but then only B's log would still hold them.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    plan = rc.json("delete", "A", "--upto", "2", "--dry-run")
+    assert plan["makes_unrecoverable"] == [
+        {
+            "location": "B",
+            "state": "no",
+            "backup": None,
+            "shortfall": {"A": [1, 2]},
+            "fix": "replctl backup create B",
+        }
+    ]
+    before = rc.snapshot()
+    refused = rc.json("delete", "A", "--upto", "2", "--require-recoverable", expect=3)
+    assert refused["error"] == {
+        "code": "BK4",
+        "message": "refused [BK4]: deleting A up to 2 would make B unrecoverable (B would lose A: 1..2)",
+        "hint": "replctl backup create B",
+    }
+    assert rc.snapshot() == before and rc.keys("A") == ["a1", "a2"]
+    # The catalog's policy refuses the same way without the flag.
+    (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
+    rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
+    assert rc.json("delete", "A", "--upto", "2", expect=3)["error"]["code"] == "BK4"
+    assert rc.keys("A") == ["a1", "a2"]
+    rc("backup", "create", "B")
+    done = rc.json("delete", "A", "--upto", "2", "--require-recoverable")
+    assert (done["deleted_upto"], done["makes_unrecoverable"]) == (2, [])
+    assert rc.keys("A") == []
