@@ -281,7 +281,8 @@ def _event_recovery(
         state = load_state(tx)
         connections = {c.key: c for c in tx.connections()}
         dvvs = {x.name: x.dvv for x in tx.locations()}
-        cvv = get_location(tx, name).cvv
+        # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
+        cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
     sources, refused = dr.eligible_sources(state, name, connections, or_origin)
     pending = list(sources)
     rounds: list[dict[str, Any]] = []

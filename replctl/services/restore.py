@@ -110,15 +110,16 @@ def _restore(
         doc["survivors_upto"] = manifest.last_seq
         doc["clock"]["floor"] = clock.floor
         doc["cvv"] = clock.cvv.to_dict()
-        if ctx.dry_run:
-            return finish_recovery(ctx, engine, name, accept_loss, doc)
-        tx.delete_segments([s.id for s in present])
-        for rel, s in copies:
-            tx.add_segment(name, rel, s.seq_lo, s.seq_hi, s.count, s.vt_lub, ctx.id)
-        for reset in resets:
-            tx.put_connection(replace(reset.connection, progress=reset.to))
-        tx.put_location(dr.recovering(base, clock, manifest.last_seq))
-        ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
+        if not ctx.dry_run:
+            tx.delete_segments([s.id for s in present])
+            for rel, s in copies:
+                tx.add_segment(name, rel, s.seq_lo, s.seq_hi, s.count, s.vt_lub, ctx.id)
+            for reset in resets:
+                tx.put_connection(replace(reset.connection, progress=reset.to))
+            tx.put_location(dr.recovering(base, clock, manifest.last_seq))
+            ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
+    if ctx.dry_run:
+        return finish_recovery(ctx, engine, name, accept_loss, doc)
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)

@@ -183,3 +183,20 @@ def test_a_deletion_that_would_leave_b_unrecoverable_is_refused_until_b_is_backe
     done = rc.json("delete", "A", "--upto", "2", "--require-recoverable")
     assert (done["deleted_upto"], done["makes_unrecoverable"]) == (2, [])
     assert rc.keys("A") == []
+
+
+def test_a_restore_from_a_backup_older_than_a_neighbours_deletion_is_planned_as_it_runs(rc: Replctl) -> None:
+    # BK2 + DR4: B's backup predates a1, a2, which A has since deleted; A cannot serve B, dry run or not.
+    two_locations(rc)
+    rc.append("B", "b1")
+    rc("backup", "create", "B")
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    rc("delete", "A", "--upto", "2")
+    rc("drill", "disaster", "B", "--from", "1")
+    plan = rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")
+    assert (plan["rounds"], [(r["source"], r["rule"]) for r in plan["refused"]]) == ([], [("A", "DR4")])
+    out = rc("recover", "location", "B", "--from-backup", "latest", "--json", expect=5).doc
+    assert (out["rounds"], [(r["source"], r["rule"]) for r in out["refused"]]) == ([], [("A", "DR4")])
+    assert out["refused"][0]["missing"] == plan["refused"][0]["missing"] == {"A": [2, 0]}
+    assert rc.keys("B") == ["b1"] and rc.connection("A", "B")["state"] == "blocked"
