@@ -19,7 +19,7 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
-from replctl.core.model import Location, Segment
+from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.lookup import get_location
@@ -39,7 +39,8 @@ def create(
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
-        chosen = names or [loc.name for loc in tx.locations() if not loc.retired]
+        # A recovering location's log is not yet what it will be: the default leaves it out (BK1: active ones).
+        chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
     made = [_one(catalog, store, backups, name, reason) for name in dict.fromkeys(chosen)]
     return {"backups": [m.summary() for m in made]}
 
