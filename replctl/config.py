@@ -18,6 +18,7 @@ from replctl.masking import is_secret_key, secrets_in_url
 
 DEFAULT_DB = "sqlite:///.replctl/catalog.db"
 DEFAULT_STORE = ".replctl/logs"
+DEFAULT_BACKUP_STORE = ".replctl/backups"
 DEFAULT_MASTER = "local[*]"
 # Catalog file, store root, plans and reports are the operator's own unless the config says otherwise: they
 # hold the journal's reasons, event contents and the topology.
@@ -28,10 +29,12 @@ CONFIG_FILE = "replctl.toml"
 _SOURCES: dict[str, tuple[str | None, Any]] = {
     "db": ("REPLCTL_DB", DEFAULT_DB),
     "store": ("REPLCTL_STORE", DEFAULT_STORE),
+    "backup_store": ("REPLCTL_BACKUP_STORE", DEFAULT_BACKUP_STORE),
     "spark_master": ("REPLCTL_SPARK_MASTER", DEFAULT_MASTER),
     "spark_remote": ("REPLCTL_SPARK_REMOTE", None),
     "output": ("REPLCTL_OUTPUT", "text"),
     "file_mode": ("REPLCTL_FILE_MODE", DEFAULT_FILE_MODE),
+    "require_recoverable": ("REPLCTL_REQUIRE_RECOVERABLE", False),
 }
 
 
@@ -49,6 +52,7 @@ class Settings:
 
     db: str
     store: str
+    backup_store: str  # where `backup create` writes (rules.md BK1); a path or file:// URI
     spark_master: str
     spark_remote: str | None
     spark_conf: tuple[tuple[str, str], ...]
@@ -56,6 +60,8 @@ class Settings:
     file_mode: int  # permission bits of the files replctl creates; folders add x where r is set
     home: Path  # where replctl keeps its own caches (the JVM class-data archive)
     config_path: Path | None
+    # The catalog's BK4 policy: `delete` refuses a cut that leaves a location unrecoverable.
+    require_recoverable: bool = False
     origins: Mapping[str, Setting] = field(default_factory=dict)
 
     @property
@@ -79,6 +85,7 @@ class Settings:
 
 # The keys a config file may hold: the settings above plus the Spark configuration table.
 _FILE_KEYS = (*_SOURCES, "spark_conf")
+_BOOLEAN_KEYS = frozenset({"require_recoverable"})
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -117,6 +124,13 @@ def _check_file_values(path: Path, values: dict[str, Any]) -> None:
                     f"config file {path}: spark_conf must be a table of KEY = VALUE, got {_toml_type(value)}",
                     code="bad-config",
                     hint='e.g. [spark_conf] followed by "spark.executor.memory" = "2g"',
+                )
+        elif key in _BOOLEAN_KEYS:
+            if not isinstance(value, bool):
+                raise InvalidInput(
+                    f"config file {path}: {key} must be true or false, got {_toml_type(value)}",
+                    code="bad-config",
+                    hint=f"e.g. {key} = true",
                 )
         elif not isinstance(value, str):
             raise InvalidInput(
@@ -159,6 +173,18 @@ def _parse_mode(text: str, source: str) -> int:
             hint='e.g. "0640" to let the group read',
         )
     return mode
+
+
+def _flag(value: Any, name: str) -> bool:
+    # TOML gives a bool; the environment gives text.
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise InvalidInput(f"{name} must be true or false, got {value!r}", code="bad-config")
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -228,6 +254,7 @@ def resolve(
     return Settings(
         db=db,
         store=store,
+        backup_store=_resolve_store(str(values["backup_store"]), base),
         spark_master=str(values["spark_master"]),
         spark_remote=values["spark_remote"],
         spark_conf=tuple(conf.items()),
@@ -235,5 +262,6 @@ def resolve(
         file_mode=file_mode,
         home=home,
         config_path=config_path,
+        require_recoverable=_flag(values["require_recoverable"], "require_recoverable"),
         origins=origins,
     )

@@ -39,6 +39,8 @@ POINTS: dict[str, str] = {
     "passed: the transaction is rolled back, the pass's segment an orphan",
     "delete.after-rewrite": "the straddling segment's survivors written, the catalog not: an orphan",
     "delete.after-commit": "the cut committed (rows, DVV, deleted_upto); the dropped files not yet removed",
+    "backup.after-copy": "one segment copied into the backup store, the manifest not written: no backup yet",
+    "restore.after-copy": "the backup's segments copied into the log store, the catalog not: orphans",
     "recover.before-metadata": "survivors of a straddling segment written, the catalog not: an orphan",
     "recover.after-metadata": "the location recovering with its metadata reset; lost files not yet removed",
     "recover.before-end": "events recovered; the clock floor (DR1) not yet applied",

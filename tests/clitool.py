@@ -41,9 +41,11 @@ class Replctl:
         self.root = root
         self.db_url = db_url or f"sqlite:///{root / 'catalog.db'}"
         self.store = root / "logs"
+        self.backups = root / "backups"
         self.env = {
             "REPLCTL_DB": self.db_url,
             "REPLCTL_STORE": str(self.store),
+            "REPLCTL_BACKUP_STORE": str(self.backups),
             "REPLCTL_SPARK_MASTER": spark_master,
             "REPLCTL_HOME": str(HOME),
             "COLUMNS": "160",

@@ -214,6 +214,9 @@ def _register() -> None:
     app.add_typer(topology.app, name="topology")
     data_cmds.register(app)
     app.add_typer(ops.app, name="ops")
+    from replctl.cli import backup
+
+    app.add_typer(backup.app, name="backup")
     app.command("demo")(demo.demo)
     from replctl.cli import apply
 

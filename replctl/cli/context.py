@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from replctl.config import Settings
 
 if TYPE_CHECKING:
+    from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
+    from replctl.core.backups import Manifest
     from replctl.services.engine import Engine
     from replctl.services.plans import AppliedPlan, Plan
 
@@ -74,6 +76,24 @@ class AppContext:
         store = LogStore(self.settings.store)
         store.check_root()
         return store
+
+    def backups(self) -> BackupStore:
+        """The backup store at the configured root (rules.md BK1)."""
+        from replctl.adapters.backupstore import BackupStore
+
+        return BackupStore(self.settings.backup_store)
+
+    def manifests(self) -> list[Manifest] | None:
+        """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""
+        from replctl.adapters.backupstore import BackupStore
+        from replctl.errors import EnvironmentFailure
+        from replctl.services.backups import readable
+
+        try:
+            store = BackupStore(self.settings.backup_store)
+        except EnvironmentFailure:
+            return None
+        return readable(store)
 
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session."""

@@ -288,13 +288,22 @@ def delete(
         typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
     ] = None,
     logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
+    require_recoverable: Annotated[
+        bool,
+        typer.Option(
+            "--require-recoverable",
+            help="Refuse (exit 3) a deletion that would leave a location unrecoverable (BK4).",
+        ),
+    ] = False,
     dry_run: DryRun = False,
 ) -> None:
     """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import deletion
+        from replctl.services.backups import DeletionGuard
 
+        require = require_recoverable or app.settings.require_recoverable
         return deletion.delete(
             app.catalog(),
             app.engine(),
@@ -304,6 +313,7 @@ def delete(
             logical=logical,
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            guard=DeletionGuard(tuple(app.manifests() or ()), require),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -312,6 +322,14 @@ def delete(
             emit_json({"ok": True, **out})
             return code
         console = stdout()
+        for hurt in out.get("makes_unrecoverable", []):
+            from replctl.core.backups import shortfall_text
+
+            console.print(
+                f"warning [BK4]: {hurt['location']} {'would become' if out['dry_run'] else 'is now'} "
+                f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
+                markup=False,
+            )
         if out["dry_run"]:
             would = out["would_delete"]
             console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)
@@ -357,6 +375,10 @@ def recover_location(
     accept_loss: Annotated[
         bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
     ] = False,
+    from_backup: Annotated[
+        str | None,
+        typer.Option("--from-backup", metavar="ID|latest", help="Restore the log from a backup first (BK2)."),
+    ] = None,
     dry_run: DryRun = False,
 ) -> None:
     """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
@@ -364,6 +386,21 @@ def recover_location(
     def action(app: AppContext) -> Any:
         from replctl.services import recovery
 
+        if from_backup is not None:
+            if lost_from is not None:
+                raise InvalidInput("give --lost-from or --from-backup, not both", code="usage")
+            from replctl.services import restore
+
+            return restore.restore(
+                app.catalog(),
+                app.engine(),
+                app.backups(),
+                name,
+                from_backup,
+                accept_loss=accept_loss,
+                reason=app.reason,
+                dry_run=dry_run or app.planning,
+            )
         return recovery.recover(
             app.catalog(),
             app.engine(),
@@ -384,6 +421,8 @@ def recover_location(
             console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
             return 0
         prefix = "would " if out["dry_run"] else ""
+        if out.get("backup"):
+            console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
         if out["lost_from"] is not None:
             console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
         for r in out["progress_resets"]:

@@ -34,7 +34,9 @@ def report(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import report as report_service
 
-        return report_service.write_html(app.catalog(), html, recent=recent, mode=app.settings.file_mode)
+        return report_service.write_html(
+            app.catalog(), html, recent=recent, mode=app.settings.file_mode, manifests=app.manifests()
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

@@ -18,6 +18,7 @@ from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
+from replctl.services.backups import DeletionGuard, check_deletion
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -31,8 +32,12 @@ def delete_in(
     *,
     logical: bool,
     retry: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> dict[str, Any]:
-    """One deletion request inside an operation (also used to retry pending ones after replication)."""
+    """One deletion request inside an operation (also used to retry pending ones after replication).
+
+    `guard` (the `delete` command's) reports and, if required, refuses a cut that hurts recoverability (BK4).
+    """
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         locations = {x.name: x for x in tx.locations()}
@@ -68,6 +73,8 @@ def delete_in(
     doc["pending"] = pending
     doc["pending_upto"] = cut_bound if pending else None
     doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    if guard is not None:
+        check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
             doc["would_delete"] = {"from": loc.deleted_upto + 1, "upto": cut.upto}
@@ -220,8 +227,9 @@ def delete(
     logical: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> dict[str, Any]:
-    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`."""
+    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4)."""
     if (upto is None) == (older_than is None):
         raise InvalidInput(
             "give exactly one of --upto SEQ or --older-than AGE",
@@ -243,7 +251,7 @@ def delete(
 
             found = last_seq_emitted_before(engine.spark(), engine.store, paths, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
-        return delete_in(ctx, engine, name, requested, logical=logical)
+        return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 
     return operation(
         catalog,

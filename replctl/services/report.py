@@ -7,12 +7,14 @@ drawn by `replctl.report_page`; this module gathers the document and writes the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
+from replctl.core.backups import Manifest
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import check_replaceable, write_atomically
@@ -36,11 +38,13 @@ def operation_view(op: Operation) -> dict[str, Any]:
     }
 
 
-def collect(catalog: Catalog, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
+def collect(
+    catalog: Catalog, *, recent: int = RECENT_OPERATIONS, manifests: Sequence[Manifest] | None = None
+) -> dict[str, Any]:
     """The report document: the `status --json` document plus the `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog)
+    doc = status_service.status(catalog, manifests)
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
     doc["operations"] = [operation_view(op) for op in operations]
@@ -74,7 +78,12 @@ def check_target(path: Path) -> Path:
 
 
 def write_html(
-    catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS, mode: int = 0o600
+    catalog: Catalog,
+    path: Path,
+    *,
+    recent: int = RECENT_OPERATIONS,
+    mode: int = 0o600,
+    manifests: Sequence[Manifest] | None = None,
 ) -> dict[str, Any]:
     """Write the HTML report to `path` with permissions `mode`; returns what `report --json` prints after
     `"ok": true`.
@@ -85,7 +94,7 @@ def write_html(
 
     target = check_target(path)
     check_replaceable(target)
-    doc = collect(catalog, recent=recent)
+    doc = collect(catalog, recent=recent, manifests=manifests)
     try:
         size = write_atomically(target, render_page(doc), mode)
     except PermissionError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
-from replctl.core.model import Location, Segment
+from replctl.core.backups import Manifest, recoverability_all
+from replctl.core.model import Location, LocationState, Segment
 from replctl.core.topology_rules import validate as validate_state
 
 
@@ -25,8 +27,12 @@ def _lag(segments: list[Segment], progress: int) -> int:
     return lag
 
 
-def status(catalog: Catalog) -> dict[str, Any]:
-    """The `status --json` document (cli.md) plus ROLE2 warnings."""
+def status(catalog: Catalog, manifests: Sequence[Manifest] | None = None) -> dict[str, Any]:
+    """The `status --json` document (cli.md) plus ROLE2 warnings, and BK3 for every active location.
+
+    `manifests` are the backup store's backups; None when it could not be read, which makes every answer
+    `unknown` rather than a guess.
+    """
     from replctl.services.topology import load_state, violation_json
     from replctl.services.views import location_json
 
@@ -36,8 +42,22 @@ def status(catalog: Catalog) -> dict[str, Any]:
         segments = {loc.name: tx.segments(loc.name) for loc in locations}
         pending = tx.pending_deletions()
         state = load_state(tx)
+    recoverable = recoverability_all(
+        state, locations, connections, manifests or (), lambda x: x.state is LocationState.ACTIVE
+    )
+    views = []
+    for loc in locations:
+        view = location_json(loc)
+        found = recoverable.get(loc.name)
+        if found is None:
+            view["recoverable"] = None
+        elif manifests is None:
+            view["recoverable"] = {"state": "unknown", "backup": None, "shortfall": {}}
+        else:
+            view["recoverable"] = found.to_json()
+        views.append(view)
     return {
-        "locations": [location_json(loc) for loc in locations],
+        "locations": views,
         "connections": [
             {
                 "source": c.source,

@@ -48,6 +48,11 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         ["--n", "1000000", "--runs", "3"],
         ["--n", "40000", "--chunk", "20000", "--runs", "1"],
     ),
+    "backup": (
+        "bench_backup.py",
+        ["--n", "10000000", "--runs", "3"],
+        ["--n", "100000", "--chunk", "20000", "--runs", "1"],
+    ),
     "scaling": (
         "bench_scaling.py",
         ["--n", "10000000", "--runs", "3"],

@@ -143,7 +143,11 @@ class LogStore:
 
     def copy_segment(self, src_rel: str, dst_rel: str) -> None:
         """Copy a segment directory file by file (segments are immutable, so a copy is a valid segment)."""
-        src, dst = self.local_path(src_rel), self.local_path(dst_rel)
+        self.copy_folder_in(self.local_path(src_rel), dst_rel)
+
+    def copy_folder_in(self, src: Path, dst_rel: str) -> None:
+        """Copy a segment folder from anywhere on the local file system (a backup's copy) to `dst_rel`."""
+        dst = self.local_path(dst_rel)
         if dst.exists():
             raise EnvironmentFailure(
                 f"cannot copy onto an existing segment: {self.uri(dst_rel)}", code="store"
@@ -152,7 +156,7 @@ class LogStore:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(src, dst)
         except OSError as exc:
-            raise EnvironmentFailure(f"cannot copy {src_rel} to {dst_rel}: {exc}", code="store") from exc
+            raise EnvironmentFailure(f"cannot copy {src} to {dst_rel}: {exc}", code="store") from exc
 
 
 def _check_location(location: str) -> None:
