@@ -398,12 +398,16 @@ def test_the_cli_decides_every_drawn_operation_as_the_rules_say(spark: Any) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(7200)
+@pytest.mark.timeout(3600)
 def test_the_cli_decides_every_drawn_operation_as_the_rules_say_many_examples(spark: Any) -> None:
-    """The slow pass: many more and longer examples; the statistics are printed at the end of the run."""
+    """The slow pass: more and longer examples; the statistics are printed at the end of the run.
+
+    The default count fits CI's time budget beside the other slow tests; a longer hunt sets
+    REPLCTL_DIFF_EXAMPLES.
+    """
     run_state_machine_as_test(
         CliVsModel,
         settings=settings(
-            COMMON, max_examples=int(os.environ.get("REPLCTL_DIFF_EXAMPLES", "150")), stateful_step_count=25
+            COMMON, max_examples=int(os.environ.get("REPLCTL_DIFF_EXAMPLES", "30")), stateful_step_count=25
         ),
     )
