@@ -7,11 +7,14 @@ from typing import Any
 from replctl.config import Settings
 
 
-def _make_store(root: str) -> None:
-    # The store decodes file:// URIs itself; a remote root (hdfs://, s3a://) is created by its own tools.
+def _mark_store(settings: Settings) -> dict[str, Any]:
+    """Create and mark the store for this catalog (or check its marker); see `services.store_identity`."""
+    from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
+    from replctl.services.store_identity import mark_store
 
-    LogStore(root).create_root()
+    with Catalog(settings.db) as catalog:
+        return mark_store(catalog, LogStore(settings.store))
 
 
 def _migrate(settings: Settings) -> tuple[str | None, str | None]:
@@ -52,14 +55,16 @@ def _repair(settings: Settings) -> dict[str, Any]:
 def init(settings: Settings) -> dict[str, Any]:
     """`replctl init`: migrate the catalog to head and create the store; idempotent."""
     previous, revision = _migrate(settings)
-    _make_store(settings.store)
+    _mark_store(settings)
     _repair(settings)
     return {"created": previous is None, "db": settings.db, "store": settings.store, "revision": revision}
 
 
 def upgrade(settings: Settings) -> dict[str, Any]:
-    """`replctl db upgrade`: migrations, then the repairs of data they cannot do (`services.repair`)."""
+    """`replctl db upgrade`: migrations, then the repairs of data they cannot do (`services.repair`), marking
+    the store of a catalog made before store markers first (`services.store_identity`)."""
     previous, revision = _migrate(settings)
+    _mark_store(settings)
     return {"db": settings.db, "revision": revision, "previous": previous, **_repair(settings)}
 
 
