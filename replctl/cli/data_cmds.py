@@ -228,8 +228,10 @@ def replicate(
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
-        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete.
-        code = 5 if any(p["action"] == "failed" for p in out["passes"]) and not out["dry_run"] else 0
+        # Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while
+        # the others ran: incomplete.
+        waiting = any(p["action"] in ("failed", "damaged") for p in out["passes"])
+        code = 5 if waiting and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
             return code

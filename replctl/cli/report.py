@@ -34,7 +34,7 @@ def report(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import report as report_service
 
-        return report_service.write_html(app.catalog(), html, recent=recent)
+        return report_service.write_html(app.catalog(), html, app.engine().store, recent=recent)
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

@@ -132,7 +132,7 @@ def status(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog())
+        return status_service.status(app.catalog(), app.engine().store)
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         from replctl.cli.render import render_status
@@ -177,7 +177,7 @@ def _watch(ctx: typer.Context, seconds: float) -> None:
 
                 capture = Console(record=True, width=console.width)
                 with capture.capture():
-                    render_status(capture, status_service.status(app.catalog()))
+                    render_status(capture, status_service.status(app.catalog(), app.engine().store))
                 live.update(Group(capture.export_text()), refresh=True)
                 time.sleep(seconds)
     except KeyboardInterrupt:

@@ -162,7 +162,10 @@ def _recover(
             current, current.cvv, [x.cvv for x in tx.locations() if x.name != name]
         ).floor
         # DR1: the clock never runs in the past; the next own event gets origin_time > T.
-        ended = replace(current, seq=max(current.seq, floor), state=LocationState.ACTIVE)
+        # DR0: an incomplete recovery (DR5 refusals) leaves the location recovering, so appends, replication
+        # into it, deletions and compaction keep waiting until a later `recover` completes.
+        state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
+        ended = replace(current, seq=max(current.seq, floor), state=state)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
     doc["clock"]["after"] = ended.seq
@@ -243,6 +246,7 @@ def _recover_metadata(
                 kept_stats.count,
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
+                files=engine.store.segment_files(out_rel),
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))

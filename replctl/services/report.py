@@ -13,6 +13,7 @@ from typing import Any
 
 from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore import LogStore
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import write_atomically
@@ -36,11 +37,14 @@ def operation_view(op: Operation) -> dict[str, Any]:
     }
 
 
-def collect(catalog: Catalog, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
-    """The report document: the `status --json` document plus the `recent` latest operations and where from."""
+def collect(
+    catalog: Catalog, store: LogStore | None = None, *, recent: int = RECENT_OPERATIONS
+) -> dict[str, Any]:
+    """The report document: the `status --json` document (with the census when given the store) plus the
+    `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog)
+    doc = status_service.status(catalog, store)
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
     doc["operations"] = [operation_view(op) for op in operations]
@@ -69,7 +73,9 @@ def check_target(path: Path) -> Path:
     return target
 
 
-def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS) -> dict[str, Any]:
+def write_html(
+    catalog: Catalog, path: Path, store: LogStore | None = None, *, recent: int = RECENT_OPERATIONS
+) -> dict[str, Any]:
     """Write the HTML report to `path`; returns what `report --json` prints after `"ok": true`.
 
     The path is checked before the catalog is read, so a typo in it costs nothing.
@@ -77,7 +83,7 @@ def write_html(catalog: Catalog, path: Path, *, recent: int = RECENT_OPERATIONS)
     from replctl.report_page import render_page
 
     target = check_target(path)
-    doc = collect(catalog, recent=recent)
+    doc = collect(catalog, store, recent=recent)
     try:
         size = write_atomically(target, render_page(doc))
     except PermissionError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore import LogStore
 from replctl.core.model import Location, Segment
 from replctl.core.topology_rules import validate as validate_state
 
@@ -25,8 +26,13 @@ def _lag(segments: list[Segment], progress: int) -> int:
     return lag
 
 
-def status(catalog: Catalog) -> dict[str, Any]:
-    """The `status --json` document (cli.md) plus ROLE2 warnings."""
+def status(catalog: Catalog, store: LogStore | None = None) -> dict[str, Any]:
+    """The `status --json` document (cli.md) plus ROLE2 warnings.
+
+    With the `store`, every live location's log goes through the census (names and sizes, no data read) and
+    a damaged one shows `damaged` (DR0) with the segments concerned.
+    """
+    from replctl.services.damage import find_damage
     from replctl.services.topology import load_state, violation_json
     from replctl.services.views import location_json
 
@@ -37,7 +43,10 @@ def status(catalog: Catalog) -> dict[str, Any]:
         pending = tx.pending_deletions()
         state = load_state(tx)
     return {
-        "locations": [location_json(loc) for loc in locations],
+        "locations": [
+            location_json(loc, find_damage(store, segments[loc.name]) if store and not loc.retired else None)
+            for loc in locations
+        ],
         "connections": [
             {
                 "source": c.source,
