@@ -152,7 +152,7 @@ def _recover(
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
-    _event_recovery(ctx, engine, name, accept_loss, doc)
+    _event_recovery(ctx, engine, name, accept_loss, doc, cvv=loc.cvv)
     if ctx.dry_run:
         return doc
     hit("recover.before-end")
@@ -234,7 +234,9 @@ def _recover_metadata(
         doc["clock"]["floor"] = clock.floor
         if ctx.dry_run:
             doc["cvv"] = clock.cvv.to_dict()
-            return loc
+            # The location as the run leaves it after DR1: the rounds below are planned from its CVV (DR4),
+            # so the dry run refuses exactly the sources the run refuses (issue 14, case 3).
+            return dr.recovering(loc, clock, last_survivor)
         gone = [*split.lost, *([split.straddle] if split.straddle else [])]
         tx.delete_segments([s.id for s in gone])
         if kept_stats is not None and out_rel is not None:
@@ -269,16 +271,24 @@ def _recover_metadata(
 
 
 def _event_recovery(
-    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+    ctx: OperationContext,
+    engine: Engine,
+    name: str,
+    accept_loss: bool,
+    doc: dict[str, Any],
+    *,
+    cvv: VectorTime,
 ) -> None:
-    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest."""
+    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest.
+
+    `cvv` is A's CVV after DR1: the catalog's in a run, the planned one in a dry run (nothing was written).
+    """
     from replctl.filterexpr import or_origin
 
     with ctx.transaction() as tx:
         state = load_state(tx)
         connections = {c.key: c for c in tx.connections()}
         dvvs = {x.name: x.dvv for x in tx.locations()}
-        cvv = get_location(tx, name).cvv
     sources, refused = dr.eligible_sources(state, name, connections, or_origin)
     pending = list(sources)
     rounds: list[dict[str, Any]] = []
