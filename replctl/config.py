@@ -14,19 +14,27 @@ from pathlib import Path
 from typing import Any
 
 from replctl.errors import InvalidInput
+from replctl.masking import is_secret_key, secrets_in_url
 
 DEFAULT_DB = "sqlite:///.replctl/catalog.db"
 DEFAULT_STORE = ".replctl/logs"
+DEFAULT_BACKUP_STORE = ".replctl/backups"
 DEFAULT_MASTER = "local[*]"
+# Catalog file, store root, plans and reports are the operator's own unless the config says otherwise: they
+# hold the journal's reasons, event contents and the topology.
+DEFAULT_FILE_MODE = "0600"
 CONFIG_FILE = "replctl.toml"
 
 # setting name -> (environment variable, default)
 _SOURCES: dict[str, tuple[str | None, Any]] = {
     "db": ("REPLCTL_DB", DEFAULT_DB),
     "store": ("REPLCTL_STORE", DEFAULT_STORE),
+    "backup_store": ("REPLCTL_BACKUP_STORE", DEFAULT_BACKUP_STORE),
     "spark_master": ("REPLCTL_SPARK_MASTER", DEFAULT_MASTER),
     "spark_remote": ("REPLCTL_SPARK_REMOTE", None),
     "output": ("REPLCTL_OUTPUT", "text"),
+    "file_mode": ("REPLCTL_FILE_MODE", DEFAULT_FILE_MODE),
+    "require_recoverable": ("REPLCTL_REQUIRE_RECOVERABLE", False),
 }
 
 
@@ -44,12 +52,16 @@ class Settings:
 
     db: str
     store: str
+    backup_store: str  # where `backup create` writes (rules.md BK1); a path or file:// URI
     spark_master: str
     spark_remote: str | None
     spark_conf: tuple[tuple[str, str], ...]
     output: str
+    file_mode: int  # permission bits of the files replctl creates; folders add x where r is set
     home: Path  # where replctl keeps its own caches (the JVM class-data archive)
     config_path: Path | None
+    # The catalog's BK4 policy: `delete` refuses a cut that leaves a location unrecoverable.
+    require_recoverable: bool = False
     origins: Mapping[str, Setting] = field(default_factory=dict)
 
     @property
@@ -57,15 +69,80 @@ class Settings:
         """True when the output is one JSON document."""
         return self.output == "json"
 
+    def secrets(self) -> list[str]:
+        """The secret values these settings hold: URL passwords and tokens, credential Spark settings."""
+        found: list[str] = []
+        for url in (self.db, self.store, self.spark_remote):
+            found += secrets_in_url(url)
+        found += [value for key, value in self.spark_conf if is_secret_key(key)]
+        return found
+
+    @property
+    def folder_mode(self) -> int:
+        """Permission bits of the folders replctl creates: the file mode plus search where it grants read."""
+        return self.file_mode | ((self.file_mode & 0o444) >> 2)
+
+
+# The keys a config file may hold: the settings above plus the Spark configuration table.
+_FILE_KEYS = (*_SOURCES, "spark_conf")
+_BOOLEAN_KEYS = frozenset({"require_recoverable"})
+
 
 def _load_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            values = tomllib.load(handle)
     except OSError as exc:
         raise InvalidInput(f"cannot read config file {path}: {exc.strerror}", code="bad-config") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"config file {path} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+            code="bad-config",
+            hint="save it as UTF-8",
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"config file {path} is not valid TOML: {exc}", code="bad-config") from exc
+    _check_file_values(path, values)
+    return values
+
+
+def _check_file_values(path: Path, values: dict[str, Any]) -> None:
+    """Refuse (exit 2) a key replctl does not know and a value of the wrong type, naming the key.
+
+    An ignored typo (`stroe = ...`) would silently point replctl at the default catalog or store.
+    """
+    for key, value in values.items():
+        if key not in _FILE_KEYS:
+            raise InvalidInput(
+                f"config file {path}: unknown key {key!r}",
+                code="bad-config",
+                hint=f"the keys are {', '.join(_FILE_KEYS)}",
+            )
+        if key == "spark_conf":
+            if not isinstance(value, dict) or any(isinstance(v, dict | list) for v in value.values()):
+                raise InvalidInput(
+                    f"config file {path}: spark_conf must be a table of KEY = VALUE, got {_toml_type(value)}",
+                    code="bad-config",
+                    hint='e.g. [spark_conf] followed by "spark.executor.memory" = "2g"',
+                )
+        elif key in _BOOLEAN_KEYS:
+            if not isinstance(value, bool):
+                raise InvalidInput(
+                    f"config file {path}: {key} must be true or false, got {_toml_type(value)}",
+                    code="bad-config",
+                    hint=f"e.g. {key} = true",
+                )
+        elif not isinstance(value, str):
+            raise InvalidInput(
+                f"config file {path}: {key} must be a string, got {_toml_type(value)}",
+                code="bad-config",
+                hint=f'e.g. {key} = "..."',
+            )
+
+
+def _toml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), "a date or time")
 
 
 def _resolve_db(url: str, base: Path) -> str:
@@ -80,6 +157,34 @@ def _resolve_store(uri: str, base: Path) -> str:
     if "://" in uri:
         return uri
     return str((base / uri).resolve())
+
+
+def _parse_mode(text: str, source: str) -> int:
+    """An octal permission mode such as "0640"; it must let the owner read and write (exit 2 otherwise)."""
+    where = {"env": "REPLCTL_FILE_MODE", "config": "file_mode in the config file"}.get(source, "file_mode")
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777 or mode & 0o600 != 0o600:
+        raise InvalidInput(
+            f"{where} must be an octal mode from 0600 to 0777 that lets the owner read and write, got {text!r}",
+            code="bad-config",
+            hint='e.g. "0640" to let the group read',
+        )
+    return mode
+
+
+def _flag(value: Any, name: str) -> bool:
+    # TOML gives a bool; the environment gives text.
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise InvalidInput(f"{name} must be true or false, got {value!r}", code="bad-config")
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -142,17 +247,21 @@ def resolve(
     )
     origins["config"] = Setting(str(config_path) if config_path else None, config_origin)
 
+    file_mode = _parse_mode(str(values["file_mode"]), origins["file_mode"].source)
     db = _resolve_db(str(values["db"]), base)
     store = _resolve_store(str(values["store"]), base)
     home = Path(env.get("REPLCTL_HOME") or (Path.home() / ".cache" / "replctl"))
     return Settings(
         db=db,
         store=store,
+        backup_store=_resolve_store(str(values["backup_store"]), base),
         spark_master=str(values["spark_master"]),
         spark_remote=values["spark_remote"],
         spark_conf=tuple(conf.items()),
         output=str(values["output"]),
+        file_mode=file_mode,
         home=home,
         config_path=config_path,
+        require_recoverable=_flag(values["require_recoverable"], "require_recoverable"),
         origins=origins,
     )

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from replctl.masking import mask, mask_json
+
 
 class ReplctlError(Exception):
     """Base of every error replctl reports; unexpected ones exit 1."""
@@ -34,11 +36,14 @@ class ReplctlError(Exception):
         hint: str | None = None,
         details: dict[str, Any] | None = None,
     ) -> None:
+        # Masked when made: an error travels to the terminal, the JSON document and the journal alike, and
+        # its text often quotes a URL or a driver's message that may hold a password or a token.
+        message, hint = mask(message), (mask(hint) if hint is not None else None)
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
         self.hint = hint
-        self.details = details or {}
+        self.details: dict[str, Any] = mask_json(details) if details else {}
 
     def to_json(self) -> dict[str, Any]:
         """The `error` object of a JSON document (cli.md, Output)."""

@@ -1,17 +1,33 @@
-"""Files on the operator's machine (not the log store): content digests and atomic replacement.
+"""Files on the operator's machine: content digests, atomic replacement, and the folders replctl creates.
 
 Plans digest the input files they were made from, appends digest their input to recognise a re-run, and plan
-files and HTML reports are written so that a reader never sees half of one. One implementation serves all.
+files and HTML reports are written so that a reader never sees half of one, never through a link, FIFO or
+device, and readable by the owner only unless configured. One implementation serves all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import uuid
 from pathlib import Path
 
+from replctl.errors import InvalidInput
+
 _CHUNK = 1 << 20
+
+
+def make_folders(folder: Path, mode: int) -> None:
+    """Create `folder` and its missing parents, each with exactly `mode` (the umask does not narrow it);
+    folders that exist keep their permissions."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for each in reversed(missing):
+        try:
+            each.mkdir(mode=mode)
+        except FileExistsError:
+            continue  # made meanwhile by another process: it is theirs to set
+        each.chmod(mode)
 
 
 def file_digest(path: Path) -> str:
@@ -37,22 +53,57 @@ def digest(path: Path) -> str | None:
     return None
 
 
-def write_atomically(path: Path, text: str) -> int:
+def check_replaceable(path: Path) -> None:
+    """Refuse (exit 2) to write over anything but a regular file: a symbolic link, a FIFO, a device, a socket
+    or a folder at `path`.
+
+    Following a link would replace a file elsewhere (with the report's permissions); opening a FIFO would
+    block, and a device would receive the text.
+    """
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror}", code="bad-path") from exc
+    if stat.S_ISREG(mode):
+        return
+    kinds = {
+        stat.S_ISLNK: "a symbolic link",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a device",
+        stat.S_ISBLK: "a device",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISDIR: "a folder",
+    }
+    kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
+    raise InvalidInput(
+        f"refusing to write {path}: it is {kind}",
+        code="bad-path",
+        hint="name a new file, or a regular file to replace",
+    )
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o600) -> int:
     """Replace `path` with `text` (UTF-8) through a temporary file beside it, fsync and rename.
 
     A reader (a browser refreshing, `replctl apply`, a file share syncing) sees the old file or the whole new
-    one. The temporary file is created with mode "x", so the umask applies as for any file the user writes
-    (mkstemp would make it private). Returns the size in bytes; OSError propagates after the temporary file is
-    removed.
+    one. Only a regular file is replaced (`check_replaceable`, exit 2). The new file has exactly `mode`
+    (owner-only unless configured: plans and reports describe the topology and the journal). Returns the
+    size in bytes; OSError propagates after the temporary file is removed.
     """
+    check_replaceable(path)
     data = text.encode("utf-8")
     # Next to the target, so that the rename stays within one file system and is atomic.
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with temporary.open("xb") as handle:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(descriptor, mode)  # the umask may have taken bits the configuration asked for
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            os.fsync(descriptor)
+        # rename() replaces a link itself, never its target: one swapped in since the check is not followed.
         temporary.replace(path)
     except OSError:
         temporary.unlink(missing_ok=True)

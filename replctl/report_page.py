@@ -545,6 +545,26 @@ def pending_html(doc: Mapping[str, Any]) -> str:
             f'<table class="{state}-connections"><thead><tr><th>connection</th><th>why it waits</th></tr>'
             "</thead><tbody>" + rows + "</tbody></table>"
         )
+    exposed = [
+        loc
+        for loc in doc.get("locations") or []
+        if (loc.get("recoverable") or {}).get("state") in {"no", "unknown"}
+    ]
+    if exposed:
+        from replctl.core.backups import shortfall_text
+
+        rows = "".join(
+            f'<tr data-location="{_text(loc["name"])}"><td>{_text(loc["name"])}</td>'
+            f"<td>{_text(loc['recoverable']['state'])}</td>"
+            f"<td>{_text(shortfall_text(loc['recoverable']['shortfall']))}</td>"
+            f"<td><code>replctl backup create {_text(loc['name'])}</code></td></tr>"
+            for loc in exposed
+        )
+        parts.append(
+            '<h3 class="sub">Not recoverable now (BK3)</h3><table class="unrecoverable"><thead><tr>'
+            "<th>location</th><th>recoverable</th><th>a total loss now would lose</th><th>fix</th>"
+            "</tr></thead><tbody>" + rows + "</tbody></table>"
+        )
     warnings = doc.get("warnings") or []
     if warnings:
         items = "".join(

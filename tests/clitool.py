@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from managed_engine import ENGINE_HOME_VAR
 from spark_session import HOME, MASTER
 from typer.testing import CliRunner, Result
 
@@ -39,9 +41,11 @@ class Replctl:
         self.root = root
         self.db_url = db_url or f"sqlite:///{root / 'catalog.db'}"
         self.store = root / "logs"
+        self.backups = root / "backups"
         self.env = {
             "REPLCTL_DB": self.db_url,
             "REPLCTL_STORE": str(self.store),
+            "REPLCTL_BACKUP_STORE": str(self.backups),
             "REPLCTL_SPARK_MASTER": spark_master,
             "REPLCTL_HOME": str(HOME),
             "COLUMNS": "160",
@@ -49,6 +53,11 @@ class Replctl:
             "REPLCTL_CONFIG": "",
             "REPLCTL_OUTPUT": "",
         }
+        engine_home = os.environ.get(ENGINE_HOME_VAR)
+        if engine_home and spark_master == MASTER:
+            # `pytest --engine`: no Spark setting, so the command finds the managed engine under its home.
+            del self.env["REPLCTL_SPARK_MASTER"]
+            self.env["REPLCTL_HOME"] = engine_home
         self.runner = CliRunner()
 
     def __call__(self, *args: str, expect: int | None = 0) -> Outcome:

@@ -21,6 +21,7 @@ from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
+from replctl.masking import remember
 
 _VALUE_OPTIONS = {
     "--config",
@@ -201,6 +202,7 @@ def root(
     except ReplctlError as exc:
         emit_error(exc, as_json=json_output or output == "json")
         raise typer.Exit(exc.exit_code) from None
+    remember(settings.secrets())
     ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress, plan_out=plan_out)
 
 
@@ -212,6 +214,9 @@ def _register() -> None:
     app.add_typer(topology.app, name="topology")
     data_cmds.register(app)
     app.add_typer(ops.app, name="ops")
+    from replctl.cli import backup
+
+    app.add_typer(backup.app, name="backup")
     app.command("demo")(demo.demo)
     from replctl.cli import apply
 
@@ -219,6 +224,9 @@ def _register() -> None:
     from replctl.cli import report
 
     report.register(app)
+    from replctl.cli import engine
+
+    app.add_typer(engine.app, name="engine")
 
 
 _register()

@@ -58,7 +58,13 @@ def apply(
         code = _invoke(ctx, recorded.path, argv, check)
         if code != 0:
             return code  # the dry run itself was refused now; the command has said why
-        assert check.planned is not None
+        if check.planned is None:
+            # A command that exited without planning (it is not one that `--plan-out` records).
+            raise InvalidInput(
+                f"{recorded.path} is not a valid replctl plan: replctl {' '.join(argv)} makes no plan",
+                code="bad-plan",
+                hint="make the plan again with the mutating command and --plan-out FILE",
+            )
         plans.check_same_plan(recorded, check.planned)
 
         # The absolute path: the journal is read from other hosts and folders (`replctl ops show`).
@@ -121,6 +127,13 @@ def _invoke(
     command: Any = ctx.find_root().command
     path = ["replctl"]
     args = list(argv)
+    options = args[: args.index("--")] if "--" in args else args
+    asked = sorted(set(options) & set(ctx.find_root().help_option_names))
+    if asked:
+        # Click would print the help and end the command as done: applying would "succeed" doing nothing.
+        raise InvalidInput(
+            f"{plan_path} is not a valid replctl plan: its command asks for {asked[0]}", code="bad-plan"
+        )
     while isinstance(command, TyperGroup):
         found = command.get_command(ctx, args[0]) if args else None
         if found is None:

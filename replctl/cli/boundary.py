@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.errors import InvalidInput, ReplctlError
+from replctl.masking import mask
 
 if TYPE_CHECKING:
     from replctl.services.plans import InputDigest
@@ -107,7 +109,15 @@ def recorded_command(ctx: typer.Context, app: AppContext) -> list[str]:
     return command + (["--reason", app.reason] if app.reason is not None else [])
 
 
-def _refuse_plan_out(ctx: typer.Context, effect: Effect) -> None:
+def _refuse_plan_out(ctx: typer.Context, app: AppContext, effect: Effect) -> None:
+    if effect is not Effect.OPERATION and app.plan_out is None:
+        # `replctl apply` planning a recorded command that is not a journalled operation (`demo`, `status`):
+        # the file was not written by --plan-out, or was edited since.
+        raise InvalidInput(
+            f"not a valid replctl plan: {ctx.command_path} makes no plan",
+            code="bad-plan",
+            hint="make the plan again with a mutating command and --plan-out FILE",
+        )
     if effect is Effect.READS:
         raise InvalidInput(
             f"{ctx.command_path} changes nothing; --plan-out is for mutating commands",
@@ -146,7 +156,11 @@ def _plan(
     from replctl.services.operations import planning
     from replctl.services.plans import new_plan, write_plan
 
-    _refuse_plan_out(ctx, effect)
+    _refuse_plan_out(ctx, app, effect)
+    if app.plan_out is not None:
+        from replctl.localfiles import check_replaceable
+
+        check_replaceable(app.plan_out)  # before the dry run, so a link or FIFO there costs nothing
     if render is None:
         raise ReplctlError(f"{ctx.command_path} renders no outcome to plan", code="internal")
     catalog = app.catalog()
@@ -167,7 +181,7 @@ def _plan(
     if app.plan_out is None:  # `replctl apply` planning again, to compare
         app.planned = plan
         return code
-    write_plan(app.plan_out, plan)
+    write_plan(app.plan_out, plan, app.settings.file_mode)
     if app.json:
         emit_json({"ok": True, "plan_out": str(app.plan_out), "catalog_version": version, "plan": plan.plan})
         return code
@@ -188,12 +202,15 @@ def run(
     render: Callable[[AppContext, Any], int | None] | None = None,
     *,
     effect: Effect = Effect.READS,
+    question: Question | None = None,
 ) -> NoReturn:
     """Run one command: call the service, render its outcome, exit with the contract's code.
 
     `effect` says whether the command may be planned with --plan-out (`Effect.OPERATION`: its action must
     pass `dry_run=dry_run or app.planning` to its service); under `replctl apply` the action runs inside
     `services.operations.applying`, so the operation checks the plan's catalog version under its leases.
+    A destructive command passes `question` (`cli.confirm`): on a terminal its dry run is shown and the
+    operator asked before the run.
     """
     app_ctx: AppContext = ctx.obj
     code = 0
@@ -202,6 +219,8 @@ def run(
         if app_ctx.planning:
             code = _plan(ctx, app_ctx, action, render, effect)
         else:
+            if question is not None and on_terminal(app_ctx):
+                ask(app_ctx, action, render, question)
             with ExitStack() as scope:
                 if app_ctx.applied is not None:
                     from replctl.services.operations import applying
@@ -216,20 +235,21 @@ def run(
     except (KeyboardInterrupt, typer.Exit, typer.Abort):
         raise
     except Exception as exc:  # a bug: say so plainly, keep the traceback for the report
+        # A bug's text is a foreign one: it may quote a URL or a setting, so it is masked like any error.
         if app_ctx.json:
             emit_json(
                 {
                     "ok": False,
                     "error": {
                         "code": "internal",
-                        "message": f"{type(exc).__name__}: {exc}",
+                        "message": mask(f"{type(exc).__name__}: {exc}"),
                         "hint": "this is a bug in replctl; please report it",
                     },
                 }
             )
         else:
-            stderr().print(traceback.format_exc(), markup=False)
-            stderr().print(f"internal error: {type(exc).__name__}: {exc}", markup=False)
+            stderr().print(mask(traceback.format_exc()), markup=False)
+            stderr().print(mask(f"internal error: {type(exc).__name__}: {exc}"), markup=False)
         code = 1
     finally:
         app_ctx.close()

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from replctl.config import Settings
 
 if TYPE_CHECKING:
+    from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.catalog.repository import Catalog
     from replctl.adapters.logstore import LogStore
+    from replctl.core.backups import Manifest
     from replctl.services.engine import Engine
     from replctl.services.plans import AppliedPlan, Plan
 
@@ -33,6 +35,8 @@ class AppContext:
     planned: Plan | None = field(default=None, repr=False)
     # `replctl apply` executing a plan: the catalog version it expects, checked under the leases.
     applied: AppliedPlan | None = None
+    # A destructive command making its dry run to show before asking for confirmation (cli.confirm).
+    previewing: bool = False
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
 
@@ -44,13 +48,19 @@ class AppContext:
     @property
     def planning(self) -> bool:
         """True when a mutating command must only plan: a dry run, whatever --dry-run says."""
-        return self.plan_out is not None or self.capture_plan
+        return self.plan_out is not None or self.capture_plan or self.previewing
 
     def catalog(self, *, check: bool = True) -> Catalog:
-        """The catalog; `check` refuses one that is missing or at an older revision (exit 6)."""
+        """The catalog; `check` refuses one that is missing or at an older revision (exit 6).
+
+        Only `init` creates a catalog: a SQLite file that is not there is refused before SQLite would
+        create an empty one.
+        """
         if self._catalog is None:
+            from replctl.adapters.catalog.engine import check_exists
             from replctl.adapters.catalog.repository import Catalog
 
+            check_exists(self.settings.db)
             self._catalog = Catalog(self.settings.db)
         if check:
             from replctl.adapters.catalog.migrate import ensure_current
@@ -60,10 +70,30 @@ class AppContext:
         return catalog
 
     def store(self) -> LogStore:
-        """The log store at the configured root."""
+        """The log store at the configured root, which must exist (only `init` creates it; exit 6)."""
         from replctl.adapters.logstore import LogStore
 
-        return LogStore(self.settings.store)
+        store = LogStore(self.settings.store)
+        store.check_root()
+        return store
+
+    def backups(self) -> BackupStore:
+        """The backup store at the configured root (rules.md BK1)."""
+        from replctl.adapters.backupstore import BackupStore
+
+        return BackupStore(self.settings.backup_store)
+
+    def manifests(self) -> list[Manifest] | None:
+        """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""
+        from replctl.adapters.backupstore import BackupStore
+        from replctl.errors import EnvironmentFailure
+        from replctl.services.backups import readable
+
+        try:
+            store = BackupStore(self.settings.backup_store)
+        except EnvironmentFailure:
+            return None
+        return readable(store)
 
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session.

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import cell
@@ -229,9 +230,10 @@ def replicate(
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
         # Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while
-        # the others ran: incomplete.
-        waiting = any(p["action"] in ("failed", "damaged") for p in out["passes"])
-        code = 5 if waiting and not out["dry_run"] else 0
+        # the others ran: incomplete. Issue 19: so is a pass a concurrent topology change discarded, or one
+        # whose locations another operation holds.
+        unfinished = {"failed", "damaged", "discarded", "skipped"}
+        code = 5 if any(p["action"] in unfinished for p in out["passes"]) and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
             return code
@@ -287,13 +289,22 @@ def delete(
         typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
     ] = None,
     logical: Annotated[bool, typer.Option("--logical", help="Hide from local reading only.")] = False,
+    require_recoverable: Annotated[
+        bool,
+        typer.Option(
+            "--require-recoverable",
+            help="Refuse (exit 3) a deletion that would leave a location unrecoverable (BK4).",
+        ),
+    ] = False,
     dry_run: DryRun = False,
 ) -> None:
     """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import deletion
+        from replctl.services.backups import DeletionGuard
 
+        require = require_recoverable or app.settings.require_recoverable
         return deletion.delete(
             app.catalog(),
             app.engine(),
@@ -303,6 +314,7 @@ def delete(
             logical=logical,
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            guard=DeletionGuard(tuple(app.manifests() or ()), require),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -311,6 +323,14 @@ def delete(
             emit_json({"ok": True, **out})
             return code
         console = stdout()
+        for hurt in out.get("makes_unrecoverable", []):
+            from replctl.core.backups import shortfall_text
+
+            console.print(
+                f"warning [BK4]: {hurt['location']} {'would become' if out['dry_run'] else 'is now'} "
+                f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
+                markup=False,
+            )
         if out["dry_run"]:
             would = out["would_delete"]
             console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)
@@ -339,7 +359,7 @@ def delete(
             )
         return code
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    run(ctx, action, render, effect=Effect.OPERATION, question=deletion_question(location, dry_run))
 
 
 recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
@@ -356,6 +376,10 @@ def recover_location(
     accept_loss: Annotated[
         bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
     ] = False,
+    from_backup: Annotated[
+        str | None,
+        typer.Option("--from-backup", metavar="ID|latest", help="Restore the log from a backup first (BK2)."),
+    ] = None,
     dry_run: DryRun = False,
 ) -> None:
     """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
@@ -363,6 +387,21 @@ def recover_location(
     def action(app: AppContext) -> Any:
         from replctl.services import recovery
 
+        if from_backup is not None:
+            if lost_from is not None:
+                raise InvalidInput("give --lost-from or --from-backup, not both", code="usage")
+            from replctl.services import restore
+
+            return restore.restore(
+                app.catalog(),
+                app.engine(),
+                app.backups(),
+                name,
+                from_backup,
+                accept_loss=accept_loss,
+                reason=app.reason,
+                dry_run=dry_run or app.planning,
+            )
         return recovery.recover(
             app.catalog(),
             app.engine(),
@@ -383,6 +422,8 @@ def recover_location(
             console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
             return 0
         prefix = "would " if out["dry_run"] else ""
+        if out.get("backup"):
+            console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
         if out["lost_from"] is not None:
             console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
         for r in out["progress_resets"]:
@@ -413,7 +454,12 @@ def recover_location(
             )
         return code
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        if not accept_loss or dry_run:
+            return None
+        return f"recover {name} accepting the loss of what its neighbours deleted (DR5)?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 @drill_app.command("disaster")
@@ -450,7 +496,10 @@ def drill_disaster(
         )
         stdout().print(f"next: replctl recover location {location}", markup=False)
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        return None if dry_run else f"destroy {location}'s stored events from seq {from_seq} on?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 def register(app: typer.Typer) -> None:

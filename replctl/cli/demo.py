@@ -117,8 +117,9 @@ def demo(
     from replctl.cli import app
     from replctl.cli.boundary import Effect, run
 
-    if ctx.obj is not None and ctx.obj.plan_out is not None:
-        # The story runs many commands for real in its own folder: there is no one plan to review.
+    if ctx.obj is not None and ctx.obj.planning:
+        # The story runs many commands for real in its own folder: there is no one plan to review, to
+        # write (--plan-out) or to apply (a plan file naming `demo`).
         run(ctx, lambda _app: None, effect=Effect.UNPLANNED)
 
     folder = directory or Path(tempfile.mkdtemp(prefix="replctl-demo-"))

@@ -46,7 +46,7 @@ def list_(ctx: typer.Context) -> None:
     """List every location, retired ones included."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             return tx.locations()
 
     def render(app: AppContext, locations: Any) -> None:
@@ -76,7 +76,7 @@ def show(ctx: typer.Context, name: str) -> None:
     def action(app: AppContext) -> Any:
         from replctl.services.damage import find_damage
 
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             loc = get_location(tx, name)
             conns = [c for c in tx.connections() if name in (c.source, c.target)]
             segments = tx.segments(name)
@@ -187,7 +187,12 @@ def retire(
                 markup=False,
             )
 
-    run(ctx, action, render, effect=Effect.OPERATION)
+    def question(_preview: Any) -> str | None:
+        if not prune_clock or dry_run:
+            return None
+        return f"retire {name} and remove its id from every clock for good?"
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
 __all__ = ["app", "topology_outcome_json"]

@@ -46,7 +46,7 @@ def list_(
     """The most recent operations, newest first."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             return tx.operations(limit=limit)
 
     def render(app: AppContext, ops: Any) -> None:
@@ -66,7 +66,7 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
     """One operation with its plan and steps (an id prefix is enough)."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction() as tx:
+        with app.catalog().transaction(readonly=True) as tx:
             op = tx.operation(op_id)
             if op is None:
                 matches = [o for o in tx.operations(limit=10_000) if o.id.startswith(op_id)]

@@ -223,7 +223,7 @@ def render_history(console: Console, changes: list[Change]) -> None:
 
 def render_status(console: Console, doc: dict[str, Any]) -> None:
     """`status` in text mode."""
-    table = Table("location", "role", "state", "seq", "cvv", "dvv", "deleted")
+    table = Table("location", "role", "state", "seq", "cvv", "dvv", "deleted", "recoverable")
     for loc in doc["locations"]:
         table.add_row(
             loc["name"],
@@ -233,6 +233,7 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
             _vec(loc["cvv"]),
             _vec(loc["dvv"]),
             f"{loc['deleted_upto']}/{loc['logical_deleted_upto']}",
+            recoverable_text(loc["name"], loc.get("recoverable")),
         )
     console.print(table)
     conns = Table("connection", "state", "progress", "lag", "filter", "why")
@@ -264,6 +265,17 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
         )
     for w in doc.get("warnings", []):
         console.print(f"warning [{w['code']}]: {w['message']}", markup=False)
+
+
+def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
+    """BK3 in one cell: yes, unknown, or no with what would be lost per origin and the command that fixes it."""
+    if rec is None:
+        return ""
+    if rec["state"] != "no":
+        return str(rec["state"])
+    from replctl.core.backups import shortfall_text
+
+    return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
 def _vec(v: dict[str, int]) -> str:

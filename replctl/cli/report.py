@@ -19,7 +19,7 @@ def report(
         typer.Option(
             "--html",
             metavar="PATH",
-            help="Write the report to this file (replaced atomically); its folder must exist.",
+            help="Write the report to this file (replaced atomically, never through a link); its folder must exist.",
         ),
     ],
     recent: Annotated[
@@ -34,7 +34,14 @@ def report(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import report as report_service
 
-        return report_service.write_html(app.catalog(), html, app.engine().store, recent=recent)
+        return report_service.write_html(
+            app.catalog(),
+            html,
+            app.engine().store,
+            recent=recent,
+            mode=app.settings.file_mode,
+            manifests=app.manifests(),
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -89,25 +90,61 @@ def db_current(ctx: typer.Context) -> None:
     run(ctx, action, render)
 
 
+@db_app.command("backup")
+def db_backup(
+    ctx: typer.Context, file: Annotated[Path, typer.Argument(metavar="FILE", help="Where to write the copy.")]
+) -> None:
+    """Copy a SQLite catalog with SQLite's online backup API (PostgreSQL: use pg_dump)."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from replctl.adapters.catalog.snapshot import backup_sqlite
+
+        return backup_sqlite(app.settings.db, file)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            stdout().print(f"catalog copied to {out['file']} ({out['bytes']} bytes)", markup=False)
+
+    run(ctx, action, render)
+
+
 @config_app.command("show")
 def config_show(ctx: typer.Context) -> None:
     """Print every resolved setting and where it came from (flag, env, config, default)."""
 
     def action(app: AppContext) -> dict[str, Any]:
+        from replctl.masking import mask_conf, mask_url
+
         s = app.settings
+        # Passwords, tokens and credential settings are shown as *** (a shared screen, a pasted ticket).
         values = {
             "config": str(s.config_path) if s.config_path else None,
-            "db": s.db,
-            "store": s.store,
+            "db": mask_url(s.db),
+            "store": mask_url(s.store),
+            "backup_store": mask_url(s.backup_store),
             "spark_master": s.spark_master,
-            "spark_remote": s.spark_remote,
-            "spark_conf": dict(s.spark_conf),
+            "spark_remote": mask_url(s.spark_remote) if s.spark_remote else None,
+            "spark_conf": mask_conf(dict(s.spark_conf)),
             "output": s.output,
+            "file_mode": f"{s.file_mode:04o}",
+            "require_recoverable": s.require_recoverable,
         }
-        return {
+        shown = {
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
             for name, value in values.items()
         }
+        from replctl.errors import EnvironmentFailure
+        from replctl.services.engine import choose_spark
+
+        # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
+        try:
+            choice = choose_spark(s)
+            shown["spark"] = {"value": choice.remote or choice.master, "source": choice.why}
+        except EnvironmentFailure as exc:
+            shown["spark"] = {"value": None, "source": f"{exc} ({exc.hint})"}
+        return shown
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -132,7 +169,7 @@ def status(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog(), app.engine().store)
+        return status_service.status(app.catalog(), app.engine().store, manifests=app.manifests())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         from replctl.cli.render import render_status
@@ -177,7 +214,10 @@ def _watch(ctx: typer.Context, seconds: float) -> None:
 
                 capture = Console(record=True, width=console.width)
                 with capture.capture():
-                    render_status(capture, status_service.status(app.catalog(), app.engine().store))
+                    render_status(
+                        capture,
+                        status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
+                    )
                 live.update(Group(capture.export_text()), refresh=True)
                 time.sleep(seconds)
     except KeyboardInterrupt:

@@ -36,6 +36,16 @@ def current_targets(
     ]
 
 
+def unforeseen_targets(decided: list[Target], current: list[Target]) -> list[str]:
+    """DEL3 under concurrency (issue 19): the current targets a cut was not decided for, by name.
+
+    A target added since the decision (a `topology add` from the source), or one whose progress went back,
+    may still need events the cut would drop; a target removed, or one that progressed, needs nothing more.
+    """
+    before = {t.name: t.progress for t in decided}
+    return sorted(t.name for t in current if t.name not in before or t.progress < before[t.name])
+
+
 def bound(location: Location, requested_upto: int) -> int:
     """DEL1: a request never reaches past the last assigned seq."""
     return min(requested_upto, location.seq)

@@ -18,6 +18,7 @@ from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
+from replctl.services.backups import DeletionGuard, check_deletion
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
@@ -32,8 +33,12 @@ def delete_in(
     *,
     logical: bool,
     retry: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> dict[str, Any]:
-    """One deletion request inside an operation (also used to retry pending ones after replication)."""
+    """One deletion request inside an operation (also used to retry pending ones after replication).
+
+    `guard` (the `delete` command's) reports and, if required, refuses a cut that hurts recoverability (BK4).
+    """
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         locations = {x.name: x for x in tx.locations()}
@@ -62,11 +67,7 @@ def delete_in(
         return doc
     refuse_unwritable(engine.store, loc, segments)
     if logical:
-        if not ctx.dry_run and new_logical != loc.logical_deleted_upto:
-            with ctx.transaction() as tx:
-                current = get_location(tx, name)
-                tx.put_location(replace(current, logical_deleted_upto=new_logical))
-                ctx.step(tx, "logical-delete", {"upto": new_logical})
+        _delete_logically(ctx, loc, new_logical)
         return doc
 
     cut_bound = plan.bound(loc, target_upto)
@@ -75,12 +76,32 @@ def delete_in(
     doc["pending"] = pending
     doc["pending_upto"] = cut_bound if pending else None
     doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    if guard is not None:
+        check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
             doc["would_delete"] = {"from": loc.deleted_upto + 1, "upto": cut.upto}
         return doc
-    updated = _apply_cut(ctx, engine, loc=loc, segments=segments, cut=cut, new_logical=new_logical)
+    try:
+        updated = _apply_cut(
+            ctx, engine, loc=loc, targets=targets, segments=segments, cut=cut, new_logical=new_logical
+        )
+    except TargetsChanged as changed:
+        # DEL3: a target appeared while the cut was decided; nothing was cut, the request waits for it.
+        updated, pending, deferred = loc, True, True
+        cut = plan.Cut(loc.deleted_upto, tuple((t, loc.deleted_upto + 1) for t in changed.names))
+        doc["pending"], doc["pending_upto"] = True, cut_bound
+        doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    else:
+        deferred = False
     with ctx.transaction() as tx:
+        if deferred:
+            # The logical deletion is at once (DEL1) even when the physical one waits.
+            current = get_location(tx, name)
+            updated = replace(current, logical_deleted_upto=max(current.logical_deleted_upto, new_logical))
+            if updated != current:
+                tx.put_location(updated)
+                ctx.step(tx, "logical-delete", {"upto": updated.logical_deleted_upto})
         if pending:
             # DEL1: the request covers the log as it is now; events appended later are never part of it.
             tx.put_pending_deletion(name, cut_bound, [t for t, _ in cut.blocked_by])
@@ -94,6 +115,16 @@ def delete_in(
         "deleted_upto": updated.deleted_upto,
         "dvv": updated.dvv.to_dict(),
     }
+
+
+def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) -> None:
+    """DEL1: hide the prefix from local reading at once (`--logical`); nothing else changes."""
+    if ctx.dry_run or new_logical == loc.logical_deleted_upto:
+        return
+    with ctx.transaction() as tx:
+        current = get_location(tx, loc.name)
+        tx.put_location(replace(current, logical_deleted_upto=new_logical))
+        ctx.step(tx, "logical-delete", {"upto": new_logical})
 
 
 def _decide_cut(
@@ -116,16 +147,30 @@ def _decide_cut(
     return plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
 
 
+class TargetsChanged(Exception):
+    """The source's targets changed between a cut's decision and its commit (issue 19, DEL3)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(", ".join(names))
+        self.names = names
+
+
 def _apply_cut(
     ctx: OperationContext,
     engine: Engine,
     *,
     loc: Location,
+    targets: list[plan.Target],
     segments: list[Segment],
     cut: plan.Cut,
     new_logical: int,
 ) -> Location:
-    """Drop whole segments below the cut, rewrite the straddling one, commit, then remove the files."""
+    """Drop whole segments below the cut, rewrite the straddling one, commit, then remove the files.
+
+    The targets are read again inside the committing transaction: a connection added from the source after
+    the cut was decided (`topology add`, which does not lease the source) raises `TargetsChanged` and
+    nothing commits, so that no deletion drops what a target it never considered still needs (DEL3).
+    """
     segment_cut = plan.cut_segments(segments, cut.upto)
     dropped_lub = lub(s.vt_lub for s in segment_cut.drop)
     kept, out_rel = None, None
@@ -149,33 +194,43 @@ def _apply_cut(
             dropped_lub = dropped_lub | VectorTime(rewritten.dropped.vt_lub)
     hit("delete.after-rewrite")
     gone = [*segment_cut.drop, *([segment_cut.straddle] if segment_cut.straddle else [])]
-    with ctx.transaction() as tx:
-        current = get_location(tx, loc.name)
-        tx.delete_segments([s.id for s in gone])
-        if kept is not None and out_rel is not None:
-            tx.add_segment(
-                loc.name,
-                out_rel,
-                kept.seq_lo,
-                kept.seq_hi,
-                kept.count,
-                VectorTime(kept.vt_lub),
-                ctx.id,
-                files=engine.store.segment_files(out_rel),
+    try:
+        with ctx.transaction() as tx:
+            current = get_location(tx, loc.name)
+            now = plan.current_targets(loc.name, tx.connections(), {x.name: x for x in tx.locations()})
+            unforeseen = plan.unforeseen_targets(targets, now)
+            if unforeseen:
+                raise TargetsChanged(unforeseen)
+            tx.delete_segments([s.id for s in gone])
+            if kept is not None and out_rel is not None:
+                tx.add_segment(
+                    loc.name,
+                    out_rel,
+                    kept.seq_lo,
+                    kept.seq_hi,
+                    kept.count,
+                    VectorTime(kept.vt_lub),
+                    ctx.id,
+                    files=engine.store.segment_files(out_rel),
+                )
+            # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
+            updated = replace(
+                current,
+                deleted_upto=max(current.deleted_upto, cut.upto),
+                logical_deleted_upto=max(current.logical_deleted_upto, new_logical),
+                dvv=current.dvv | dropped_lub,
             )
-        # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
-        updated = replace(
-            current,
-            deleted_upto=max(current.deleted_upto, cut.upto),
-            logical_deleted_upto=max(current.logical_deleted_upto, new_logical),
-            dvv=current.dvv | dropped_lub,
-        )
-        tx.put_location(updated)
-        ctx.step(
-            tx,
-            "physical-delete",
-            {"upto": updated.deleted_upto, "segments_dropped": len(gone), "rewritten": out_rel},
-        )
+            tx.put_location(updated)
+            ctx.step(
+                tx,
+                "physical-delete",
+                {"upto": updated.deleted_upto, "segments_dropped": len(gone), "rewritten": out_rel},
+            )
+    except TargetsChanged:
+        # Never catalogued: removed at once where the store allows, else collected by `log compact --gc`.
+        if out_rel is not None and engine.store.is_local:
+            engine.store.remove(out_rel)
+        raise
     hit("delete.after-commit")
     for seg in gone:
         engine.store.remove(seg.path)
@@ -192,8 +247,9 @@ def delete(
     logical: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> dict[str, Any]:
-    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`."""
+    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4)."""
     if (upto is None) == (older_than is None):
         raise InvalidInput(
             "give exactly one of --upto SEQ or --older-than AGE",
@@ -215,7 +271,7 @@ def delete(
 
             found = last_seq_emitted_before(engine.spark(), engine.store, paths, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
-        return delete_in(ctx, engine, name, requested, logical=logical)
+        return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 
     return operation(
         catalog,

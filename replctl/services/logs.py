@@ -17,6 +17,7 @@ from typing import Any
 
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.spark.results import SegmentStats
 from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
@@ -145,24 +146,24 @@ def append(
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
             return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
-        from replctl.adapters.spark import jobs
-        from replctl.adapters.spark.paths import literal_path
-
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
-        stats = jobs.append_events(
-            engine.spark(),
-            engine.store,
-            name,
-            events=[e.as_row() for e in source.events] if source.events else None,
-            # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
-            parquet_path=None if source.parquet is None else literal_path(source.parquet),
-            generate=source.generate,
-            seed=source.seed,
-            start_seq=loc.seq + 1,
-            # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
-            cvv=clk.emission_base(loc.cvv).to_dict(),
-            out_rel=out_rel,
-        )
+        # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
+        base = clk.emission_base(loc.cvv).to_dict()
+        if _writes_locally(engine, source):
+            # A small input on a local store: no JVM, the same segment as the Spark job's (writer.py).
+            from replctl.adapters.logstore.writer import append_local
+
+            stats = append_local(
+                engine.store,
+                name,
+                events=[e.as_row() for e in source.events] if source.events else None,
+                parquet_path=None if source.parquet is None else Path(source.parquet),
+                start_seq=loc.seq + 1,
+                cvv=base,
+                out_rel=out_rel,
+            )
+        else:
+            stats = _append_with_spark(engine, name, source, start_seq=loc.seq + 1, cvv=base, out_rel=out_rel)
         hit("append.after-write")
         with ctx.transaction() as tx:
             current = get_location(tx, name)
@@ -207,6 +208,40 @@ def append(
         resources=[location_resource(name)],
         dry_run=dry_run,
         body=body,
+    )
+
+
+def _writes_locally(engine: Engine, source: AppendSource) -> bool:
+    """Whether an append is small enough to be written without Spark (up to `LOCAL_APPEND_LIMIT` events from
+    `--event`, a `.jsonl` file or one Parquet file, on a local store); `--generate` and folders stay Spark's."""
+    from replctl.adapters.logstore.writer import LOCAL_APPEND_LIMIT, local_parquet_rows
+
+    if not engine.store.is_local or source.generate is not None:
+        return False
+    if source.parquet is not None:
+        rows = local_parquet_rows(Path(source.parquet))
+        return rows is not None and rows <= LOCAL_APPEND_LIMIT
+    return len(source.events) <= LOCAL_APPEND_LIMIT
+
+
+def _append_with_spark(
+    engine: Engine, name: str, source: AppendSource, *, start_seq: int, cvv: dict[str, int], out_rel: str
+) -> SegmentStats:
+    from replctl.adapters.spark import jobs
+    from replctl.adapters.spark.paths import literal_path
+
+    return jobs.append_events(
+        engine.spark(),
+        engine.store,
+        name,
+        events=[e.as_row() for e in source.events] if source.events else None,
+        # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
+        parquet_path=None if source.parquet is None else literal_path(source.parquet),
+        generate=source.generate,
+        seed=source.seed,
+        start_seq=start_seq,
+        cvv=cvv,
+        out_rel=out_rel,
     )
 
 
@@ -285,7 +320,7 @@ def show(
     limit: int | None = None,
 ) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
         segments = [s for s in tx.segments(name) if s.seq_hi >= from_seq]
     events: list[dict[str, Any]] = []
@@ -317,7 +352,7 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
     from replctl.core.topology_rules import validate as validate_state
     from replctl.services.topology import load_state
 
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         every = {loc.name: loc for loc in tx.locations()}
         wanted = names or [n for n, loc in every.items() if not loc.retired]
         for n in wanted:

@@ -27,6 +27,7 @@ from replctl.adapters.catalog.leases import holder_name
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.errors import Incomplete, LockHeld, Refused, ReplctlError
 from replctl.failpoints import hit
+from replctl.services.lease_keeper import LeaseKeeper
 from replctl.services.plans import AppliedPlan, stale_plan
 
 T = TypeVar("T")
@@ -64,6 +65,19 @@ class OperationContext:
             yield tx
             for resource, token in self.tokens.items():
                 tx.check_lease(resource, token)
+
+    def lease(self, resource: str) -> None:
+        """Take one more lease in the middle of the operation, held until it ends like the first ones.
+
+        For what the operation comes to touch only as it runs (issue 19: a location added while a full
+        `replicate` runs); `LockHeld` (exit 4) when another operation holds it. A dry run takes none.
+        """
+        if self.dry_run or self.id is None or resource in self.tokens:
+            return
+        with self.catalog.transaction() as tx:
+            self.tokens[resource] = tx.acquire_lease(
+                resource, holder_name(_actor()), self.id, LEASE_TTL_SECONDS
+            )
 
     def step(self, tx: CatalogTransaction, name: str, detail: dict[str, Any] | None = None) -> None:
         """Journal a completed step in the same transaction as its effect."""
@@ -166,6 +180,7 @@ def operation(
         op_id = tx.begin_operation(command, args, _actor(), socket.gethostname(), reason)
     ctx = OperationContext(catalog, op_id, False)
     outcome, error = "failed", None
+    keeper: LeaseKeeper | None = None
     try:
         # Sorted so that two operators asking for the same pair agree on the order.
         for resource in sorted(set(resources)):
@@ -174,6 +189,8 @@ def operation(
                 ctx.tokens[resource] = tx.acquire_lease(
                     resource, holder_name(_actor()), op_id, LEASE_TTL_SECONDS
                 )
+        keeper = LeaseKeeper(catalog, ctx.tokens, LEASE_TTL_SECONDS)
+        keeper.start()
         if mode is not None:
             _check_plan_version(ctx, mode)
         hit("operation.after-lease")
@@ -197,6 +214,8 @@ def operation(
         error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
         raise
     finally:
+        if keeper is not None:
+            keeper.stop()
         try:
             with catalog.transaction() as tx:
                 for resource, token in ctx.tokens.items():

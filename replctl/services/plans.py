@@ -139,11 +139,12 @@ def digest(path: Path) -> str | None:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", code="bad-file") from exc
 
 
-def write_plan(path: Path, plan: Plan) -> None:
-    """Write the plan file atomically: a reader sees the old file or the whole new one, never a part."""
+def write_plan(path: Path, plan: Plan, mode: int = 0o600) -> None:
+    """Write the plan file atomically with `mode`: a reader sees the old file or the whole new one, never a
+    part; a link, FIFO or device at `path` is refused (exit 2)."""
     text = json.dumps(plan.to_json(), indent=2, ensure_ascii=False) + "\n"
     try:
-        localfiles.write_atomically(path, text)
+        localfiles.write_atomically(path, text, mode)
     except OSError as exc:
         raise InvalidInput(
             f"cannot write the plan to {path}: {exc.strerror}",

@@ -152,7 +152,14 @@ def _recover(
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
-    _event_recovery(ctx, engine, name, accept_loss, doc, cvv=loc.cvv)
+    return finish_recovery(ctx, engine, name, accept_loss, doc)
+
+
+def finish_recovery(
+    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+) -> dict[str, Any]:
+    """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1)."""
+    _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
         return doc
     hit("recover.before-end")
@@ -276,19 +283,16 @@ def _event_recovery(
     name: str,
     accept_loss: bool,
     doc: dict[str, Any],
-    *,
-    cvv: VectorTime,
 ) -> None:
-    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest.
-
-    `cvv` is A's CVV after DR1: the catalog's in a run, the planned one in a dry run (nothing was written).
-    """
+    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest."""
     from replctl.filterexpr import or_origin
 
     with ctx.transaction() as tx:
         state = load_state(tx)
         connections = {c.key: c for c in tx.connections()}
         dvvs = {x.name: x.dvv for x in tx.locations()}
+        # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
+        cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
     sources, refused = dr.eligible_sources(state, name, connections, or_origin)
     pending = list(sources)
     rounds: list[dict[str, Any]] = []

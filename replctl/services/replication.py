@@ -17,7 +17,7 @@ from replctl.core.replication import PassAction, PassPlan, admission_refuses, ad
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter, EnvironmentFailure, UnknownName
+from replctl.errors import BadFilter, EnvironmentFailure, LockHeld, UnknownName
 from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
 from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
@@ -72,6 +72,14 @@ class PassReport:
         }
 
 
+class ConnectionChanged(Exception):
+    """The connection row changed between a pass's plan and its commit: a concurrent topology change won."""
+
+    def __init__(self, current: Connection | None) -> None:
+        super().__init__("connection changed")
+        self.current = current
+
+
 def run_pass(
     ctx: OperationContext,
     engine: Engine,
@@ -84,8 +92,60 @@ def run_pass(
     """Plan and, unless dry, execute one pass; commits in one transaction.
 
     A recovery pass (DR4) reads with `recovery_filter` (DR3: none, or the filter OR-ed with `origin = A`)
-    whatever the connection's state, and leaves the connection active.
+    whatever the connection's state, and leaves the connection active. A pass whose connection was changed
+    or removed meanwhile is discarded (issue 19): the operation is incomplete (exit 5) and a re-run replans.
     """
+    try:
+        return _run_pass(
+            ctx, engine, source_name, target_name, recovery_filter=recovery_filter, recovery=recovery
+        )
+    except ConnectionChanged as changed:
+        ctx.mark_incomplete()
+        now = changed.current
+        return PassReport(
+            source_name,
+            target_name,
+            now.state.value if now is not None else ConnectionState.REMOVED.value,
+            "discarded",
+            progress=now.progress if now is not None else 0,
+            reason=(
+                f"{source_name}→{target_name} was changed by another operation during the pass (a filter "
+                f"change or removal wins); the pass's result was discarded; re-run: "
+                f"replctl replicate {source_name} {target_name}"
+            ),
+        )
+
+
+def _compare_and_set(tx: CatalogTransaction, planned: Connection) -> None:
+    """Issue 19: a pass commits only over the connection row it planned with.
+
+    The row is read again, locked, inside the committing transaction and compared with the one read at plan
+    time; any difference (a filter set or cleared, the connection removed or re-added) means another
+    operation changed it after the pass read it, and that change must not be overwritten by the pass's stale
+    copy. Comparing the content needs no version column.
+    """
+    current = tx.connection(planned.source, planned.target, for_update=True)
+    if current != planned:
+        raise ConnectionChanged(current)
+    hit("replicate.in-commit")
+
+
+def _discard(engine: Engine, paths: list[str]) -> None:
+    """Remove files a discarded pass wrote (never catalogued); elsewhere `log compact --gc` collects them."""
+    if engine.store.is_local:
+        for path in paths:
+            engine.store.remove(path)
+
+
+def _run_pass(
+    ctx: OperationContext,
+    engine: Engine,
+    source_name: str,
+    target_name: str,
+    *,
+    recovery_filter: str | None,
+    recovery: bool,
+) -> PassReport:
     with ctx.transaction() as tx:
         conn = tx.connection(source_name, target_name)
         if conn is None or not conn.current:
@@ -125,6 +185,7 @@ def run_pass(
     if plan.action in (PassAction.WAIT, PassAction.BLOCKED):
         if not ctx.dry_run and plan.reason != conn.reason:
             with ctx.transaction() as tx:
+                _compare_and_set(tx, conn)
                 tx.put_connection(replace(conn, reason=plan.reason))
         action = DAMAGED if damaged is not None else plan.action.value
         return replace(base, action=action, progress=conn.progress, reason=plan.reason)
@@ -166,16 +227,20 @@ def run_pass(
     if projection and not admission:
         _check_skipped_admission(engine, out_rel, job.segment, projection, target.cvv)
     hit("replicate.after-write")  # segment files written, catalog not yet: they must stay unread
-    return _commit_run(
-        ctx,
-        conn,
-        activate=plan.activate or was_failed,
-        target=target,
-        out_rel=out_rel,
-        files=engine.store.segment_files(out_rel),
-        result=job,
-        base=base,
-    )
+    try:
+        return _commit_run(
+            ctx,
+            conn,
+            activate=plan.activate or was_failed,
+            target=target,
+            out_rel=out_rel,
+            files=engine.store.segment_files(out_rel),
+            result=job,
+            base=base,
+        )
+    except ConnectionChanged:
+        _discard(engine, [out_rel])
+        raise
 
 
 def _damaged_end(
@@ -342,6 +407,32 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
         copied.append((seg, out_rel))
     hit("replicate.after-write")
     count = sum(seg.count for seg, _ in copied)
+    try:
+        _commit_copy(ctx, engine, conn, plan=plan, copied=copied, count=count)
+    except ConnectionChanged:
+        _discard(engine, [out_rel for _, out_rel in copied])
+        raise
+    hit("replicate.after-commit")
+    return replace(
+        base,
+        state=ConnectionState.ACTIVE.value,
+        action="copied",
+        examined=count,
+        written=count,
+        progress=plan.new_progress,
+    )
+
+
+def _commit_copy(
+    ctx: OperationContext,
+    engine: Engine,
+    conn: Connection,
+    *,
+    plan: Any,
+    copied: list[tuple[Segment, str]],
+    count: int,
+) -> None:
+    """Commit a copy: the target's rows, seq and CVV and the progress, over the planned connection row."""
     with ctx.transaction() as tx:
         target = get_location(tx, conn.target)
         for seg, out_rel in copied:
@@ -364,20 +455,13 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
             "copy",
             {"source": conn.source, "target": conn.target, "segments": len(copied), "events": count},
         )
-    hit("replicate.after-commit")
-    return replace(
-        base,
-        state=ConnectionState.ACTIVE.value,
-        action="copied",
-        examined=count,
-        written=count,
-        progress=plan.new_progress,
-    )
 
 
 def _commit(
     ctx: OperationContext, tx: CatalogTransaction, conn: Connection, activate: bool, progress: int
 ) -> None:
+    # Every commit of a pass goes through here: the compare-and-set guards the whole transaction.
+    _compare_and_set(tx, conn)
     # REP2: progress is the scan end (before any block); it never moves backwards here.
     new_state = ConnectionState.ACTIVE if activate else conn.state
     tx.put_connection(
@@ -407,7 +491,7 @@ def replicate_one(
     for. The operation leases the locations whose deletions it retries; one requested after the leases were
     taken waits for the next run.
     """
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         waiting = {p.location for p in tx.pending_deletions()}
 
     def body(ctx: OperationContext) -> dict[str, Any]:
@@ -431,11 +515,34 @@ def replicate_one(
     )
 
 
+def _leased_pass(ctx: OperationContext, engine: Engine, conn: Connection) -> PassReport:
+    """One pass of a full `replicate`, once both its locations are leased (issue 19).
+
+    The run leases the locations that exist when it starts; a connection added meanwhile may lead to one it
+    does not hold yet. That one is leased before the pass reads or writes it; when another operation holds
+    it, the pass is skipped and reported, and the run ends incomplete (exit 5).
+    """
+    try:
+        for name in (conn.source, conn.target):
+            ctx.lease(location_resource(name))
+    except LockHeld as held:
+        ctx.mark_incomplete()
+        return PassReport(
+            conn.source,
+            conn.target,
+            conn.state.value,
+            "skipped",
+            progress=conn.progress,
+            reason=f"not replicated: {held.message}; re-run replicate once it is free",
+        )
+    return run_pass(ctx, engine, conn.source, conn.target)
+
+
 def replicate_all(
     catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
     """`replicate`: every current connection, round after round, until a round changes nothing."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         live = [loc.name for loc in tx.locations() if not loc.retired]
 
     def body(ctx: OperationContext) -> dict[str, Any]:
@@ -443,13 +550,17 @@ def replicate_all(
         failed: set[tuple[str, str]] = set()  # a connection whose filter failed is not retried in this run
         for _ in range(MAX_ROUNDS):
             with ctx.transaction() as tx:
-                pairs = [(c.source, c.target) for c in tx.connections() if c.current]
-            round_reports = [run_pass(ctx, engine, s, t) for s, t in sorted(pairs) if (s, t) not in failed]
-            failed |= {(r.source, r.target) for r in round_reports if r.action == "failed"}
+                current = sorted((c for c in tx.connections() if c.current), key=lambda c: c.key)
+            round_reports = [_leased_pass(ctx, engine, c) for c in current if c.key not in failed]
+            # A connection whose filter failed, or whose locations another operation holds, waits for a re-run.
+            failed |= {(r.source, r.target) for r in round_reports if r.action in ("failed", "skipped")}
             reports.extend(round_reports)
             if dry_run or not any(r.changed for r in round_reports):
                 break
-        deletions = [] if dry_run else retry_pending(ctx, engine)
+        # DEL4: only at the locations this operation holds; the others' deletions wait for their next run.
+        prefix = location_resource("")
+        leased = {r.removeprefix(prefix) for r in ctx.tokens if r.startswith(prefix)}
+        deletions = [] if dry_run else retry_pending(ctx, engine, only=leased)
         if any(r.action == DAMAGED for r in reports):
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return {

@@ -7,6 +7,7 @@ drawn by `replctl.report_page`; this module gathers the document and writes the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,10 @@ from typing import Any
 from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.logstore import LogStore
+from replctl.core.backups import Manifest
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
-from replctl.localfiles import write_atomically
+from replctl.localfiles import check_replaceable, write_atomically
 
 RECENT_OPERATIONS = 20
 
@@ -38,13 +40,17 @@ def operation_view(op: Operation) -> dict[str, Any]:
 
 
 def collect(
-    catalog: Catalog, store: LogStore | None = None, *, recent: int = RECENT_OPERATIONS
+    catalog: Catalog,
+    store: LogStore | None = None,
+    *,
+    recent: int = RECENT_OPERATIONS,
+    manifests: Sequence[Manifest] | None = None,
 ) -> dict[str, Any]:
     """The report document: the `status --json` document (with the census when given the store) plus the
     `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog, store)
+    doc = status_service.status(catalog, store, manifests=manifests)
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
     doc["operations"] = [operation_view(op) for op in operations]
@@ -55,9 +61,13 @@ def collect(
 
 
 def check_target(path: Path) -> Path:
-    """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file."""
-    # resolve(): through a symlink the report replaces the file it points to, not the link.
-    target = path.expanduser().resolve()
+    """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file.
+
+    The path itself is not resolved: a link there is refused when writing, never followed (the report would
+    replace the file it points to, with the report's permissions).
+    """
+    given = path.expanduser().absolute()
+    target = given.parent.resolve() / given.name
     if target.is_dir():
         raise InvalidInput(
             f"cannot write the report to {target}: it is a folder",
@@ -74,18 +84,26 @@ def check_target(path: Path) -> Path:
 
 
 def write_html(
-    catalog: Catalog, path: Path, store: LogStore | None = None, *, recent: int = RECENT_OPERATIONS
+    catalog: Catalog,
+    path: Path,
+    store: LogStore | None = None,
+    *,
+    recent: int = RECENT_OPERATIONS,
+    mode: int = 0o600,
+    manifests: Sequence[Manifest] | None = None,
 ) -> dict[str, Any]:
-    """Write the HTML report to `path`; returns what `report --json` prints after `"ok": true`.
+    """Write the HTML report to `path` with permissions `mode`; returns what `report --json` prints after
+    `"ok": true`.
 
     The path is checked before the catalog is read, so a typo in it costs nothing.
     """
     from replctl.report_page import render_page
 
     target = check_target(path)
-    doc = collect(catalog, store, recent=recent)
+    check_replaceable(target)
+    doc = collect(catalog, store, recent=recent, manifests=manifests)
     try:
-        size = write_atomically(target, render_page(doc))
+        size = write_atomically(target, render_page(doc), mode)
     except PermissionError as exc:
         raise InvalidInput(f"cannot write the report to {target}: {exc.strerror}", code="bad-path") from exc
     except OSError as exc:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.logstore import LogStore
-from replctl.core.model import Location, Segment
+from replctl.core.backups import Manifest, recoverability_all
+from replctl.core.model import Location, LocationState, Segment
 from replctl.core.topology_rules import validate as validate_state
 
 
@@ -26,27 +28,43 @@ def _lag(segments: list[Segment], progress: int) -> int:
     return lag
 
 
-def status(catalog: Catalog, store: LogStore | None = None) -> dict[str, Any]:
-    """The `status --json` document (cli.md) plus ROLE2 warnings.
+def status(
+    catalog: Catalog, store: LogStore | None = None, *, manifests: Sequence[Manifest] | None = None
+) -> dict[str, Any]:
+    """The `status --json` document (cli.md) plus ROLE2 warnings, and BK3 for every active location.
 
     With the `store`, every live location's log goes through the census (names and sizes, no data read) and
-    a damaged one shows `damaged` (DR0) with the segments concerned.
+    a damaged one shows `damaged` (DR0) with the segments concerned. `manifests` are the backup store's
+    backups; None when it could not be read, which makes every answer `unknown` rather than a guess.
     """
     from replctl.services.damage import find_damage
     from replctl.services.topology import load_state, violation_json
     from replctl.services.views import location_json
 
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         locations = tx.locations()
         connections = tx.connections()
         segments = {loc.name: tx.segments(loc.name) for loc in locations}
         pending = tx.pending_deletions()
         state = load_state(tx)
+    recoverable = recoverability_all(
+        state, locations, connections, manifests or (), lambda x: x.state is LocationState.ACTIVE
+    )
+    views = []
+    for loc in locations:
+        view = location_json(
+            loc, find_damage(store, segments[loc.name]) if store and not loc.retired else None
+        )
+        found = recoverable.get(loc.name)
+        if found is None:
+            view["recoverable"] = None
+        elif manifests is None:
+            view["recoverable"] = {"state": "unknown", "backup": None, "shortfall": {}}
+        else:
+            view["recoverable"] = found.to_json()
+        views.append(view)
     return {
-        "locations": [
-            location_json(loc, find_damage(store, segments[loc.name]) if store and not loc.retired else None)
-            for loc in locations
-        ],
+        "locations": views,
         "connections": [
             {
                 "source": c.source,

@@ -349,13 +349,13 @@ def failover(
 
 def validate(catalog: Catalog) -> tuple[Violation, ...]:
     """`topology validate`: every rule on the whole history (errors and ROLE2 warnings)."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         return tuple(validate_state(load_state(tx)))
 
 
 def history(catalog: Catalog, location: str | None = None) -> list[Change]:
     """`topology history [--location NAME]`."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         if location is not None:
             get_location(tx, location)
         return list(tx.changes(location))
@@ -372,7 +372,7 @@ class TopologyView:
 
 def show(catalog: Catalog) -> TopologyView:
     """`topology show`: locations, connections and the history projection."""
-    with catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
         return TopologyView(tuple(tx.locations()), tuple(tx.connections()), load_state(tx))
 
 

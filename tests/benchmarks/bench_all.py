@@ -32,6 +32,7 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
     "validate-core": ("bench_validate_core.py", ["1000", "100000"], ["200", "10000"]),
     "cli-cold-start": ("bench_cli_cold_start.py", ["--runs", "5"], ["--runs", "1"]),
     "spark-cold-start": ("bench_cold_start.py", ["--runs", "3"], ["--runs", "1"]),
+    "engine": ("bench_engine.py", ["--runs", "3"], ["--runs", "1"]),
     "replicate": (
         "bench_replicate.py",
         ["--n", "1000000", "10000000", "--runs", "3", "--no-admission"],
@@ -46,6 +47,11 @@ BENCHES: dict[str, tuple[str, list[str], list[str]]] = {
         "bench_bootstrap.py",
         ["--n", "1000000", "--runs", "3"],
         ["--n", "40000", "--chunk", "20000", "--runs", "1"],
+    ),
+    "backup": (
+        "bench_backup.py",
+        ["--n", "10000000", "--runs", "3"],
+        ["--n", "100000", "--chunk", "20000", "--runs", "1"],
     ),
     "scaling": (
         "bench_scaling.py",

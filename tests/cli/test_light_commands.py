@@ -114,3 +114,20 @@ def test_help_and_version_do_not_import_sqlalchemy(args: list[str], env: dict[st
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stderr.strip().splitlines()[-1]) == {"sqlalchemy": False}
+
+
+def test_a_small_append_writes_its_segment_without_a_jvm(env: dict[str, str]) -> None:
+    # Issue 17: up to LOCAL_APPEND_LIMIT events are written with pyarrow, in the Spark writer's layout.
+    events = [arg for i in range(10) for arg in ("--event", json.dumps({"key": f"k{i}"}))]
+    assert loaded(["log", "append", "A", *events], env) == {"pyspark": False, "alembic": False, "py4j": False}
+    shown = subprocess.run(
+        [sys.executable, "-m", "replctl", "log", "show", "A", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert [(e["seq"], e["key"], e["vt"]) for e in json.loads(shown.stdout)["events"]] == [
+        (i + 1, f"k{i}", {"A": i + 1}) for i in range(10)
+    ]

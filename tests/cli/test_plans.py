@@ -370,3 +370,27 @@ def test_plans_on_a_postgresql_catalog_apply_once_then_go_stale(postgres_url: st
     assert rc.json("apply", str(path), expect=3)["error"]["message"] == (
         "the catalog changed since the plan was made (version 1 → 2); make the plan again"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["demo"], "replctl demo makes no plan"),
+        (["location", "add", "B", "--help"], "its command asks for --help"),
+        (["location", "add", "-h", "B"], "its command asks for -h"),
+    ],
+)
+def test_a_plan_whose_command_is_demo_or_help_is_refused_before_anything_runs(
+    rc: Replctl, tmp_path: Path, command: list[str], message: str
+) -> None:
+    path = tmp_path / "plan.json"
+    rc("--plan-out", str(path), "location", "add", "C")
+    doc = json.loads(path.read_text())
+    doc["command"] = command
+    path.write_text(json.dumps(doc))
+    before = state(rc)
+    out = rc("--json", "apply", str(path), expect=2)
+    assert out.doc["error"]["code"] == "bad-plan"
+    assert out.doc["error"]["message"].endswith(message)
+    assert state(rc) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("replctl-demo")]

@@ -31,5 +31,10 @@ def test_the_reference_covers_every_command_of_the_contract() -> None:
         "replctl drill disaster",
         "replctl status",
         "replctl ops show",
+        "replctl backup create",
+        "replctl backup list",
+        "replctl backup show",
+        "replctl backup verify",
+        "replctl backup prune",
     ):
         assert f"## {command}\n" in text, command

@@ -207,7 +207,7 @@ def test_a_new_report_replaces_the_old_one_whole_and_leaves_no_temporary_file(
     assert out.stdout.strip() == f"report written: {path.resolve()} (1 location, 0 connections, 1 operation)"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report.html")] == []
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # the operator's own (issue 19)
     assert set(nodes(parse_file(path))) == {"A"}
 
 
@@ -340,3 +340,18 @@ def test_chromium_loads_the_page_without_script_errors_and_its_screenshot_is_kep
     assert struct.unpack(">II", data[16:24]) == (1400, 1800)
     assert len(data) > 40_000  # a blank or error page compresses to a few KB
     assert time.monotonic() - started < 60
+
+
+def test_the_report_lists_the_locations_a_total_loss_would_hurt() -> None:
+    # BK3 in the page: the same answer as `status`, with what would be lost and the command that fixes it.
+    from replctl.report_page import pending_html
+
+    doc = {
+        "locations": [
+            {"name": "A", "recoverable": {"state": "yes", "backup": None, "shortfall": {}}},
+            {"name": "B", "recoverable": {"state": "no", "backup": None, "shortfall": {"A": [1, 2]}}},
+        ]
+    }
+    (table,) = parse_html(pending_html(doc)).find("table", "unrecoverable")
+    rows = [[cell.text for cell in row.find("td")] for row in table.find("tr")[1:]]
+    assert rows == [["B", "no", "A: 1..2", "replctl backup create B"]]

@@ -111,6 +111,7 @@ def run_killed(world: World, command: tuple[str, ...], failpoint: str) -> subpro
         **os.environ,
         "REPLCTL_DB": f"sqlite:///{world.root / 'catalog.db'}",
         "REPLCTL_STORE": str(world.root / "logs"),
+        "REPLCTL_BACKUP_STORE": str(world.root / "backups"),
         "REPLCTL_SPARK_MASTER": "local[1]",
         "REPLCTL_CONFIG": "",
         "REPLCTL_OUTPUT": "",

@@ -1,11 +1,11 @@
 """Two operators at once on one catalog (architecture.md, Concurrency and faults; cli.md exit 4).
 
 Two real processes are started together, both changing the same connection (`topology add A B`, then
-`topology remove A B`, alternately). Both ask for the same leases; whichever gets them holds them a moment
-longer than the command needs (`REPLCTL_FAILPOINT_MODE=pause:...` at `operation.after-lease`), so the two
-always meet, whatever the start-up jitter. Exactly one must proceed; the other must exit 4 naming the winner
-(its pid) in one line, and the history and connections must stay consistent after every trial. On
-PostgreSQL and on SQLite. No Spark is involved.
+`topology remove A B`, alternately). Both ask for the same leases; whichever gets them stops right after
+(`REPLCTL_FAILPOINT_MODE=fifo:...` at `operation.after-lease`) until the test, having seen the other one
+end, lets it go, so the two always meet, whatever the start-up jitter, and no clock decides it. Exactly one
+must proceed; the other must exit 4 naming the winner (its pid) in one line, and the history and
+connections must stay consistent after every trial. On PostgreSQL and on SQLite. No Spark is involved.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from clitool import Replctl
 
 # Each trial costs two cold process starts; PostgreSQL, the catalog teams share, gets the full count.
 TRIALS = {"postgresql": 20, "sqlite": 6}
-HOLD_S = 1.2  # longer than two processes' start-up can drift apart
 
 
-def start(rc: Replctl, *args: str) -> subprocess.Popen[str]:
+def start(rc: Replctl, fifo: Path, *args: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         **rc.env,
         "REPLCTL_FAILPOINT": "operation.after-lease",
-        "REPLCTL_FAILPOINT_MODE": f"pause:{HOLD_S}",
+        "REPLCTL_FAILPOINT_MODE": f"fifo:{fifo}",
     }
     return subprocess.Popen(
         [sys.executable, "-m", "replctl", *args],
@@ -42,8 +41,21 @@ def start(rc: Replctl, *args: str) -> subprocess.Popen[str]:
 
 
 def race(rc: Replctl, *args: str) -> list[tuple[int, int, str]]:
-    """Start two `replctl ARGS` at once; (pid, exit code, stderr) of each."""
-    children = [start(rc, *args), start(rc, *args)]
+    """Start two `replctl ARGS` at once; (pid, exit code, stderr) of each.
+
+    The one holding the leases waits at the FIFO: opening it for writing returns once it got there; the
+    other one then ends on its own (refused), and only after that is the holder let go.
+    """
+    fifo = rc.root / "hold.fifo"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    children = [start(rc, fifo, *args), start(rc, fifo, *args)]
+    with fifo.open("wb"):
+        # A holder is at its failpoint now. Wait, without reaping, for the first child to end: the refused one.
+        ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        assert ended is not None
+        (loser,) = [c for c in children if c.pid == ended.si_pid]
+        loser.communicate(timeout=120)
     done = []
     for child in children:
         _, err = child.communicate(timeout=120)

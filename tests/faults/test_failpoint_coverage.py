@@ -12,6 +12,7 @@ from pathlib import Path
 
 import test_append_resume
 import test_kill_points
+import test_kill_points_backups
 import test_kill_points_maintenance
 
 import replctl
@@ -42,6 +43,7 @@ def crashed_at() -> set[str]:
     cases = [point for _, point in test_kill_points.CRASH_POINTS]
     cases += [point for _, point, _ in test_kill_points_maintenance.CASES]
     cases += [point for point, _ in test_append_resume.KILLS]
+    cases += [point for _, point, _ in test_kill_points_backups.CASES]
     return {point.partition("@")[0] for point in cases}
 
 

@@ -114,6 +114,7 @@ CRASH_POINTS = [
     ("append", "append.after-write"),  # segment written, catalog not
     ("append", "operation.before-finish"),  # committed, journal outcome and lease release not
     ("replicate", "replicate.after-write@2"),  # one pass committed, the second one's files orphaned
+    ("replicate", "replicate.in-commit@2"),  # issue 19: inside the compare-and-set commit, rolled back
     ("replicate", "replicate.after-commit"),
     ("replicate", "delete.after-rewrite"),  # the DEL4 retry after replication
     ("delete", "operation.after-lease"),  # nothing done yet, lease held
@@ -131,6 +132,7 @@ CRASH_POINTS = [
 KILL_POINTS = [
     ("append", "append.after-write"),
     ("replicate", "replicate.after-write@2"),
+    ("replicate", "replicate.in-commit@2"),
     ("delete", "operation.after-lease"),  # cheap: no Spark starts before it
     ("delete", "delete.after-commit"),
     ("recover", "recover.after-metadata"),

@@ -25,11 +25,14 @@ class ConnectionQueries:
         rows = self._conn.execute(select(CONNECTIONS).order_by(CONNECTIONS.c.source, CONNECTIONS.c.target))
         return [connection_from_row(row) for row in rows]
 
-    def connection(self, source: str, target: str) -> Connection | None:
-        """The connection source→target, or None."""
-        row = self._conn.execute(
-            select(CONNECTIONS).where(CONNECTIONS.c.source == source, CONNECTIONS.c.target == target)
-        ).one_or_none()
+    def connection(self, source: str, target: str, *, for_update: bool = False) -> Connection | None:
+        """The connection source→target, or None.
+
+        `for_update` locks the row until the transaction ends (PostgreSQL; SQLite's writer already holds the
+        whole database), so that a compare-and-set on it cannot interleave with another writer.
+        """
+        query = select(CONNECTIONS).where(CONNECTIONS.c.source == source, CONNECTIONS.c.target == target)
+        row = self._conn.execute(query.with_for_update() if for_update else query).one_or_none()
         return None if row is None else connection_from_row(row)
 
     def clear_stale_removed_progress(self) -> list[tuple[str, str]]:

@@ -6,12 +6,17 @@ builds them is dialect-specific, so the repository asks here for the right one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from replctl.adapters.catalog.tables import Base
 from replctl.errors import EnvironmentFailure
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql
 
 LOCATIONS: Table = Base.metadata.tables["locations"]
 CONNECTIONS: Table = Base.metadata.tables["connections"]
@@ -27,6 +32,9 @@ def insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
     """An INSERT for `table` that supports `on_conflict_do_update`/`_nothing` on the connection's backend."""
     name = conn.dialect.name
     if name == "postgresql":
+        # Imported on use: a SQLite catalog (light commands) does not pay for the PostgreSQL dialect.
+        from sqlalchemy.dialects import postgresql
+
         return postgresql.insert(table)
     if name == "sqlite":
         return sqlite.insert(table)

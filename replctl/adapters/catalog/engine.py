@@ -15,9 +15,17 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DBAPIError,
+    InterfaceError,
+    NoSuchModuleError,
+    OperationalError,
+)
 
 from replctl.errors import EnvironmentFailure, InvalidInput
+from replctl.masking import mask_url
 
 # How long a SQLite writer waits for another one before giving up (milliseconds). Steps are short
 # transactions, so a wait this long means something is stuck, not busy.
@@ -33,29 +41,65 @@ SQLITE_DEFERRED = "replctl_sqlite_deferred"
 _UNREACHABLE_HINT = "check --db / REPLCTL_DB and that the database server is running and reachable"
 
 
+# The database backends the catalog runs on, and how an operator writes their URLs.
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+SUPPORTED_URLS = "sqlite:///PATH or postgresql://USER@HOST[:PORT]/DB"
+
+
 def parse_url(url: str | URL) -> URL:
     """The SQLAlchemy URL of a catalog; a bare `postgresql://` or `postgres://` means psycopg 3.
 
     SQLAlchemy's default PostgreSQL driver is psycopg2, which replctl does not ship; operators write the
-    URL their other tools accept, so the driver is filled in here.
+    URL their other tools accept, so the driver is filled in here. A URL that does not parse (a port that is
+    not a number) or names another database refuses (exit 2) naming the supported ones.
     """
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:
         raise InvalidInput(
-            f"not a database URL: {url!s}", code="bad-db-url", hint="e.g. sqlite:///path/catalog.db"
+            f"not a database URL: {mask_url(str(url))} ({exc})",
+            code="bad-db-url",
+            hint=f"use {SUPPORTED_URLS}",
         ) from exc
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise InvalidInput(
+            f"unsupported database URL {safe_url(parsed)}: the catalog runs on SQLite or PostgreSQL",
+            code="bad-db-url",
+            hint=f"use {SUPPORTED_URLS}",
+        )
     return parsed
 
 
 def safe_url(url: str | URL) -> str:
-    """The URL as it may be printed: the password masked."""
+    """The URL as it may be printed: the password and credential parameters masked."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable URL>"
+        return mask_url(make_url(url).render_as_string(hide_password=True))
+    except (ArgumentError, ValueError):
+        return mask_url(str(url))
+
+
+def check_exists(url: str | URL) -> None:
+    """Refuse (exit 6) a SQLite catalog whose file is not there: only `replctl init` creates one.
+
+    SQLite would otherwise create an empty database (and SQLAlchemy its folders) for a mistyped path, and the
+    command would then fail on a schema that is missing for a reason the operator cannot see.
+    """
+    path = sqlite_path(parse_url(url))
+    if path is None or path.is_file():
+        return
+    if path.is_dir():
+        raise EnvironmentFailure(
+            f"the catalog {path} is a folder, not a SQLite file",
+            code="catalog-missing",
+            hint="check --db / REPLCTL_DB",
+        )
+    raise EnvironmentFailure(
+        f"no catalog at {path}; run replctl init",
+        code="catalog-missing",
+        hint="run: replctl init (or check --db / REPLCTL_DB)",
+    )
 
 
 def sqlite_path(url: URL) -> Path | None:
@@ -72,7 +116,8 @@ def make_engine(url: str | URL) -> Engine:
     """An engine for the catalog at `url`; creates the folder of a SQLite file.
 
     Nothing connects yet (SQLAlchemy connects lazily); wrap the first use in `translate_errors` so an
-    unreachable catalog becomes an `EnvironmentFailure` (exit 6).
+    unreachable catalog becomes an `EnvironmentFailure` (exit 6). The commands other than `init` call
+    `check_exists` first, so that neither the folder nor the file is made for them.
     """
     parsed = parse_url(url)
     path = sqlite_path(parsed)
@@ -88,11 +133,12 @@ def make_engine(url: str | URL) -> Engine:
         connect_args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
     try:
         engine = create_engine(parsed, connect_args=connect_args)
-    except (NoSuchModuleError, ArgumentError) as exc:
+    except (NoSuchModuleError, ArgumentError, ImportError) as exc:
+        # ImportError: a driver named in the URL (`postgresql+psycopg2://`) that is not installed.
         raise InvalidInput(
             f"unsupported database URL {safe_url(parsed)}: {exc}",
             code="bad-db-url",
-            hint="use sqlite:///PATH or postgresql://USER@HOST/DB",
+            hint=f"use {SUPPORTED_URLS}",
         ) from exc
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _configure_sqlite)
@@ -139,12 +185,24 @@ def translate_errors(url: str | URL) -> Iterator[None]:
             code="catalog-unreachable",
             hint=_UNREACHABLE_HINT,
         ) from exc
+    except DatabaseError as exc:
+        if make_url(url).get_backend_name() == "sqlite" and "not a database" in _reason(exc):
+            raise EnvironmentFailure(
+                f"catalog {safe_url(url)} is not a SQLite database: {_reason(exc)}",
+                code="catalog-unreachable",
+                hint="check --db / REPLCTL_DB: it names some other file",
+            ) from exc
+        raise _refused_statement(url, exc) from exc
     except DBAPIError as exc:
-        raise EnvironmentFailure(
-            f"catalog {safe_url(url)} refused a statement: {_reason(exc)}",
-            code="catalog-inconsistent",
-            hint="run: replctl db current",
-        ) from exc
+        raise _refused_statement(url, exc) from exc
+
+
+def _refused_statement(url: str | URL, exc: DBAPIError) -> EnvironmentFailure:
+    return EnvironmentFailure(
+        f"catalog {safe_url(url)} refused a statement: {_reason(exc)}",
+        code="catalog-inconsistent",
+        hint="run: replctl db current",
+    )
 
 
 def _reason(exc: DBAPIError) -> str:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection, Row
 from replctl.adapters.catalog.dialect import OPERATION_STEPS, OPERATIONS
 from replctl.core.journal import Operation, OperationStep, Outcome
 from replctl.errors import UnknownName
+from replctl.masking import mask_json
 
 
 class JournalQueries:
@@ -70,14 +71,18 @@ class JournalQueries:
     def finish_operation(
         self, operation_id: str, outcome: Outcome | str, error: Mapping[str, Any] | None = None
     ) -> None:
-        """Record how the operation ended and when; `error` is the JSON `error` object, if any."""
+        """Record how the operation ended and when; `error` is the JSON `error` object, if any.
+
+        The error is masked (`masking`) once more here: an unexpected one is a foreign exception's text,
+        which no replctl error has masked, and the journal is read by everyone with the catalog.
+        """
         ended = Outcome(outcome)
         if ended is Outcome.RUNNING:
             raise ValueError("an operation cannot finish as `running`")
         self._update(
             operation_id,
             outcome=ended.value,
-            error=dict(error) if error is not None else None,
+            error=mask_json(dict(error)) if error is not None else None,
             ended_at=self._clock(),
         )
 

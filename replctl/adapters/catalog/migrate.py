@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import URL, Connection
 
-from replctl.adapters.catalog.engine import SQLITE_DEFERRED, make_engine, translate_errors
+from replctl.adapters.catalog.engine import SQLITE_DEFERRED, make_engine, safe_url, translate_errors
 from replctl.errors import CatalogOutdated, EnvironmentFailure
 
 if TYPE_CHECKING:
@@ -144,7 +144,9 @@ def ensure_current(engine: Engine) -> None:
                     hint="point --db at a catalog made by `replctl init`, or stamp this one with Alembic",
                 )
             raise EnvironmentFailure(
-                "the catalog has no replctl schema (empty database)", code="catalog-missing", hint=INIT_HINT
+                f"the catalog {safe_url(engine.url)} has no replctl schema (empty database)",
+                code="catalog-missing",
+                hint=INIT_HINT,
             )
         revisions = {row[0] for row in conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}"))}
         conn.rollback()

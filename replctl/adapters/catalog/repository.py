@@ -72,6 +72,11 @@ class Catalog:
         return self._engine
 
     @property
+    def clock(self) -> Clock:
+        """The clock that gives every time this catalog records."""
+        return self._clock
+
+    @property
     def url(self) -> str:
         """The catalog's URL with the password masked, for messages."""
         return safe_url(self._engine.url)

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from replctl.errors import EnvironmentFailure, InvalidInput
+from replctl.localfiles import make_folders
 
 SEGMENT_PREFIX = "seg-"
 # 19 digits hold every non-negative int64 seq, so names sort like their first seq.
@@ -88,13 +89,27 @@ class LogStore:
         except OSError as exc:
             raise EnvironmentFailure(f"cannot remove {self.uri(relative)}: {exc}", code="store") from exc
 
-    def create_root(self) -> None:
-        """Create the root folder of a local store (remote stores are created by their own tools)."""
+    def create_root(self, mode: int = 0o700) -> None:
+        """Create the root folder of a local store, each missing folder with `mode` (remote stores are
+        created by their own tools); an existing root keeps its permissions."""
         if self._local is not None:
             try:
-                self._local.mkdir(parents=True, exist_ok=True)
+                make_folders(self._local, mode)
             except OSError as exc:
                 raise EnvironmentFailure(f"cannot create the store {self.root}: {exc}", code="store") from exc
+
+    def check_root(self) -> None:
+        """Refuse (exit 6) a local store whose root folder is not there: only `replctl init` creates one.
+
+        Writing into a mistyped root would create it and scatter a log over two stores; reading one would
+        find every segment missing and call the logs damaged.
+        """
+        if self._local is not None and not self._local.is_dir():
+            raise EnvironmentFailure(
+                f"no log store at {self._local}; run replctl init",
+                code="store-missing",
+                hint="run: replctl init (or check --store / REPLCTL_STORE)",
+            )
 
     def _remove_remote(self, relative: str) -> None:
         import pyarrow.fs as pafs
@@ -146,7 +161,11 @@ class LogStore:
 
     def copy_segment(self, src_rel: str, dst_rel: str) -> None:
         """Copy a segment directory file by file (segments are immutable, so a copy is a valid segment)."""
-        src, dst = self.local_path(src_rel), self.local_path(dst_rel)
+        self.copy_folder_in(self.local_path(src_rel), dst_rel)
+
+    def copy_folder_in(self, src: Path, dst_rel: str) -> None:
+        """Copy a segment folder from anywhere on the local file system (a backup's copy) to `dst_rel`."""
+        dst = self.local_path(dst_rel)
         if dst.exists():
             raise EnvironmentFailure(
                 f"cannot copy onto an existing segment: {self.uri(dst_rel)}", code="store"
@@ -155,7 +174,7 @@ class LogStore:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(src, dst)
         except OSError as exc:
-            raise EnvironmentFailure(f"cannot copy {src_rel} to {dst_rel}: {exc}", code="store") from exc
+            raise EnvironmentFailure(f"cannot copy {src} to {dst_rel}: {exc}", code="store") from exc
 
 
 def arrow_uri(uri: str) -> str:

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.results import PassResult, PassSpec, RewriteResult, SegmentStats
+from replctl.adapters.spark.results import (
+    PassResult,
+    PassSpec,
+    RewriteResult,
+    SegmentStats,
+    appended_stats,
+)
 from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
@@ -30,7 +36,7 @@ from replctl.adapters.spark.schema import (
     read_events,
     vt_entries,
 )
-from replctl.adapters.spark.session import spark_failures
+from replctl.adapters.spark.session import failure_log_note, spark_failures, unreachable
 from replctl.adapters.spark.transforms import (
     CANDIDATE,
     SKIP_CAUSAL,
@@ -43,7 +49,6 @@ from replctl.adapters.spark.transforms import (
     renumber,
     with_vt_entries,
 )
-from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:
@@ -99,8 +104,7 @@ def append_events(
             store.uri(out_rel)
         )
     # The statistics follow from EM1 without looking at the data.
-    seq_hi = start_seq + count - 1
-    return SegmentStats(count, start_seq, seq_hi, VectorTime(cvv).merge({location: seq_hi}).to_dict())
+    return appended_stats(location, start_seq, count, cvv)
 
 
 def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str | None, list[str], str | None]:
@@ -205,6 +209,13 @@ def validate_filter(spark: SparkSession, filter_sql: str) -> None:
             spark.createDataFrame([], FILTER_DDL).select(F.expr(filter_sql).alias("f")).schema["f"].dataType
         )
     except Exception as exc:
+        if unreachable(exc):
+            # On Spark Connect the analysis is a call to the server: a server that is gone says nothing about
+            # the filter, and must not get the connection marked failed for it (issue 14).
+            raise EnvironmentFailure(
+                f"cannot check the filter {filter_sql!r}: Spark is unreachable{failure_log_note()}",
+                code="spark",
+            ) from exc
         raise BadFilter(f"bad filter {filter_sql!r}: {str(exc).strip().splitlines()[0]}") from exc
     if kind.simpleString() != "boolean":
         raise BadFilter(f"bad filter {filter_sql!r}: it is {kind.simpleString()}, not boolean")

@@ -6,7 +6,10 @@ The services layer reads the catalog, builds these inputs, runs a job and commit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from replctl.core.vectortime import VectorTime
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,13 @@ class SegmentStats:
     seq_lo: int
     seq_hi: int
     vt_lub: dict[str, int] = field(default_factory=dict)
+
+
+def appended_stats(location: str, start_seq: int, count: int, cvv: Mapping[str, int]) -> SegmentStats:
+    """The statistics of an append of `count` events from `start_seq` on a base `cvv` (EM1), known without
+    reading the data: every event is `location`'s own, and the last one's vt ⊔ identity dominates the rest."""
+    seq_hi = start_seq + count - 1
+    return SegmentStats(count, start_seq, seq_hi, VectorTime(cvv).merge({location: seq_hi}).to_dict())
 
 
 @dataclass(frozen=True)

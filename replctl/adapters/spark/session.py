@@ -21,19 +21,55 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import shutil
+import socket
+import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
-from replctl.errors import EnvironmentFailure, ReplctlError
+from replctl.errors import EnvironmentFailure, InvalidInput, ReplctlError
+from replctl.masking import mask_url
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 JAVA_HINT = "install a Java runtime, e.g. `apt-get install -y openjdk-17-jre-headless`, or set JAVA_HOME"
 CONNECT_HINT = "install the Spark Connect client: `pip install 'pyspark[connect]==<the pyspark version>'`"
+MASTER_HINT = "use local[*], local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT (--spark-master)"
+REMOTE_HINT = (
+    "check --spark-remote / REPLCTL_SPARK_REMOTE and that the Spark Connect server runs and is reachable"
+)
+STORE_HINT = "check that the log store has free space and is writable (--store / REPLCTL_STORE)"
+
+# How long a Spark Connect server has to answer before the command gives up (exit 6), leaving room for the
+# command's own start within the ten seconds an operator waits. The client's own retries would otherwise wait
+# minutes, with no output, on an address where nothing answers; a live server answers in milliseconds.
+CONNECT_TIMEOUT_S = 6.0
+# Spark Connect's port when the URL names none.
+CONNECT_DEFAULT_PORT = 15002
+
+# The master URLs Spark accepts (SparkContext.createTaskScheduler); anything else is a typo, refused before a
+# JVM starts and fails with a message about Java.
+_MASTER = re.compile(
+    r"^(local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?"
+    r"|local-cluster\[\d+,\d+,\d+\]"
+    r"|spark://[^\s/,]+:\d+(,[^\s/,]+:\d+)*"
+    r"|yarn"
+    r"|k8s://\S+)$"
+)
+# Java exceptions that mean the store (not Spark) failed a read or write: the disk is full, the file system
+# read-only, a folder not writable or a file in the way.
+_STORE_FAULTS = (
+    "java.io.",
+    "java.nio.file.",
+    "org.apache.hadoop.fs.",
+    "org.apache.hadoop.security.AccessControlException",
+)
 
 # JVM log output goes to stderr only: warnings on stdout would corrupt `--json` output (cli.md, Output).
 # CDS messages are silenced: the archive is an optimisation and the JVM falls back on its own.
@@ -65,14 +101,17 @@ class SparkSettings:
     tuned: bool = True  # the cold-start tuning below; off only to measure it
     cds: bool = True  # the JVM class-data-sharing archive (classic sessions only)
     java_options: tuple[str, ...] = ()  # extra driver JVM options, after the tuned ones
+    managed: bool = False  # `remote` is the managed engine on loopback (`replctl engine start`)
 
     def cache_key(self) -> tuple[Any, ...]:
         """What identifies an equivalent session (the home only locates caches)."""
-        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options)
+        return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options, self.managed)
 
 
 _session: SparkSession | None = None
 _session_key: tuple[Any, ...] | None = None
+# The log that explains a Spark failure: the driver log of a local JVM, or the managed engine's log.
+_failure_log: Path | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -83,9 +122,13 @@ def get_session(settings: SparkSettings) -> SparkSession:
     """
     global _session, _session_key
     key = settings.cache_key()
+    # Fail before giving up a working session: a typo must not cost the next command a cold start.
     if settings.remote:
-        # Fail before giving up a working session.
         _check_connect_dependencies(settings)
+        if key != _session_key:
+            wait_for_connect(settings.remote)
+    else:
+        check_master(settings.master)
     if _session is not None:
         if key == _session_key and not _is_stopped(_session):
             return _session
@@ -97,7 +140,17 @@ def get_session(settings: SparkSettings) -> SparkSession:
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
+    global _failure_log
+    _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
     return session
+
+
+def _engine_log(settings: SparkSettings) -> Path | None:
+    # The managed engine's log, when `remote` is the engine recorded under the home (not another server).
+    from replctl.adapters.spark.server import read_record
+
+    record = read_record(Path(settings.home))
+    return Path(record.log) if record is not None and record.address == settings.remote else None
 
 
 def stop_session() -> None:
@@ -148,6 +201,12 @@ def _is_stopped(session: SparkSession) -> bool:
     return jsc is None
 
 
+def check_master(master: str) -> None:
+    """Refuse (exit 2) a master URL Spark would not accept, before a JVM is started for it."""
+    if not _MASTER.match(master):
+        raise InvalidInput(f"not a Spark master URL: {master!r}", code="bad-spark-master", hint=MASTER_HINT)
+
+
 def _build_classic(settings: SparkSettings) -> SparkSession:
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise EnvironmentFailure("cannot start Spark: no Java runtime found", code="spark", hint=JAVA_HINT)
@@ -159,17 +218,56 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise EnvironmentFailure(f"cannot import pyspark: {exc}", code="spark") from exc
     builder: Any = SparkSession.builder.master(settings.master).appName("replctl")
-    for k, v in tuned_conf(settings).items():
+    conf = tuned_conf(settings)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     try:
+        _launch_quiet_gateway(settings, conf)
         session: SparkSession = builder.getOrCreate()
     except Exception as exc:
+        # A local driver that does not start is the Java runtime's fault; a cluster's may be its master's.
+        hint = JAVA_HINT
+        if not settings.master.startswith("local"):
+            hint = f"check that the master {settings.master} is up and reachable from here; or {JAVA_HINT}"
         raise EnvironmentFailure(
-            f"cannot start Spark ({settings.master}): {exc}", code="spark", hint=JAVA_HINT
+            f"cannot start Spark ({settings.master}): {exc}; driver log: {driver_log(settings.home)}",
+            code="spark",
+            hint=hint,
         ) from exc
     if settings.tuned and settings.cds:
         _promote_archive_at_exit(session, settings.home)
     return session
+
+
+def driver_log(home: Path) -> Path:
+    """Where the local driver JVM's own output goes (its start-up lines, JVM and log4j warnings)."""
+    return Path(home).resolve() / "driver.log"
+
+
+def _launch_quiet_gateway(settings: SparkSettings, conf: dict[str, str]) -> None:
+    """Start the driver JVM with its stdout and stderr going to the driver log (issue 17).
+
+    The JVM otherwise prints its start-up lines (`Using incubator modules`, `Setting default log level`, ...)
+    on the command's stderr, where operators learn to overlook replctl's own warnings, and anything it printed
+    on stdout would break `--json`. pyspark keeps one gateway per process: once it is up, later sessions reuse
+    it and this does nothing.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(settings.master).setAppName("replctl")
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    log = driver_log(settings.home)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"--- replctl pid {os.getpid()}: driver JVM for {settings.master}\n".encode())
+        out.flush()
+        # pyspark leaves launch_gateway unannotated.
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 def _check_connect_dependencies(settings: SparkSettings) -> None:
@@ -177,10 +275,60 @@ def _check_connect_dependencies(settings: SparkSettings) -> None:
     missing = [m for m in ("pandas", "pyarrow", "grpc", "google.protobuf") if not _importable(m)]
     if missing:
         raise EnvironmentFailure(
-            f"Spark Connect ({settings.remote}) needs the modules {', '.join(missing)}, which are not installed",
+            f"Spark Connect ({mask_url(settings.remote or '')}) needs the modules {', '.join(missing)}, "
+            "which are not installed",
             code="spark",
             hint=CONNECT_HINT,
         )
+
+
+def wait_for_connect(remote: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Make sure a Spark Connect server answers at `remote` within `timeout` seconds, else exit 6.
+
+    First a TCP connection (a closed port fails at once), then a gRPC channel that must become ready in
+    the time left (a port that accepts but does not speak Spark Connect times out). The URL is printed with
+    its token masked.
+    """
+    shown = mask_url(remote)
+    host, port = _connect_address(remote)
+    deadline = time.monotonic() + timeout
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise EnvironmentFailure(
+            f"Spark Connect at {shown} does not answer: {reason}", code="spark-unreachable", hint=REMOTE_HINT
+        ) from exc
+    import grpc
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    channel = DefaultChannelBuilder(remote).toChannel()
+    try:
+        grpc.channel_ready_future(channel).result(timeout=max(0.1, deadline - time.monotonic()))
+    except grpc.FutureTimeoutError as exc:
+        raise EnvironmentFailure(
+            f"Spark Connect at {shown} does not answer: nothing spoke Spark Connect within {timeout:g} s",
+            code="spark-unreachable",
+            hint=REMOTE_HINT,
+        ) from exc
+    finally:
+        channel.close()
+
+
+def _connect_address(remote: str) -> tuple[str, int]:
+    """The host and port of `sc://HOST[:PORT][/;param=value...]`; anything else exits 2."""
+    parsed = urlparse(remote)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if parsed.scheme != "sc" or not parsed.hostname or port == -1:
+        raise InvalidInput(
+            f"not a Spark Connect URL: {mask_url(remote)}",
+            code="bad-spark-remote",
+            hint="use sc://HOST:PORT (--spark-remote / REPLCTL_SPARK_REMOTE)",
+        )
+    return parsed.hostname, port or CONNECT_DEFAULT_PORT
 
 
 def _build_connect(settings: SparkSettings) -> SparkSession:
@@ -194,8 +342,19 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
         session: SparkSession = builder.getOrCreate()
     except Exception as exc:
         raise EnvironmentFailure(
-            f"cannot reach Spark Connect at {settings.remote}: {exc}", code="spark"
+            f"cannot reach Spark Connect at {mask_url(settings.remote or '')}: {exc}",
+            code="spark-unreachable",
+            hint=REMOTE_HINT,
         ) from exc
+    if settings.managed:
+        # The client retries an unreachable server for at least ten minutes, which suits a cluster's server
+        # that restarts. The managed engine runs on this machine: refused means stopped, so a command fails
+        # (exit 6, nothing committed by the failing step) within seconds instead of hanging.
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
+        # The client also warns on stderr when it gives up; replctl reports the failure itself (exit 6).
+        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     return session
 
 
@@ -285,7 +444,49 @@ def spark_failures(what: str) -> Iterator[None]:
     except ReplctlError:
         raise
     except Exception as exc:
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise EnvironmentFailure(f"{what} failed in Spark: {first_line}", code="spark") from exc
+        # grpc: a Spark Connect server that went away mid-command (the client gives up after its retries).
+        if type(exc).__module__.startswith(("pyspark", "py4j", "grpc")):
+            raise spark_failure(what, exc) from exc
         raise
+
+
+def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
+    """The error (exit 6) for a failed Spark call: its root cause in one line, not py4j's call site, and the
+    log that explains it.
+
+    A failed write reaches Python as "An error occurred while calling o108.parquet", with the Java
+    exception and its causes below; the last `Caused by:` is what went wrong (no space left on the device,
+    a read-only file system). A cause in Java's or Hadoop's file classes is the store's fault.
+    """
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
+    if causes:
+        root = causes[-1]
+    elif lines and lines[0].startswith("An error occurred while calling") and len(lines) > 1:
+        root = lines[1].removeprefix(":").strip()
+    else:
+        root = lines[0] if lines else type(exc).__name__
+    if root.startswith(_STORE_FAULTS):
+        return EnvironmentFailure(
+            f"{what} failed in the store: {root}{failure_log_note()}", code="store", hint=STORE_HINT
+        )
+    return EnvironmentFailure(f"{what} failed in Spark: {root}{failure_log_note()}", code="spark")
+
+
+def failure_log_note() -> str:
+    """` (Spark's log: PATH)` naming the log that explains a Spark failure, or "" when there is none."""
+    return f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the Spark Connect server cannot be reached, not what was asked."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith("grpc"):
+            return True
+        error_class = getattr(seen, "getCondition", None) or getattr(seen, "getErrorClass", None)
+        if callable(error_class) and error_class() == "RETRIES_EXCEEDED":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

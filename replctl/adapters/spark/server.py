@@ -1,0 +1,241 @@
+"""The managed Spark engine: a local Spark Connect server started from the installed pyspark (`replctl engine`).
+
+Every command that touches Spark otherwise starts a JVM of its own; a warm server started once answers each of
+them in a fraction of that time. The server is pyspark's own `SparkConnectServer` class, launched through its
+`spark-submit` with the tuning of the classic session (`session.tuned_conf`), in its own process group, its
+output going to a log file under the replctl home. What was started is recorded in `engine.json` beside it:
+address, pid, Spark version, start time, master and log. A file lock makes `engine start` atomic, so two of
+them at once start one server.
+
+Only a process this module recorded is ever stopped, and only while its command line still names the server
+class: a pid the system has reused for another program is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+from replctl.errors import EnvironmentFailure
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_PORT = 15002  # Spark Connect's own default
+LOOPBACK = "127.0.0.1"
+RECORD = "engine.json"
+LOG = "engine.log"
+_START_TIMEOUT_S = 180.0
+_STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """What `engine start` recorded about the server it started."""
+
+    address: str  # sc://HOST:PORT
+    pid: int
+    version: str  # the Spark version of the server (the installed pyspark's)
+    started_at: str  # ISO 8601, UTC
+    master: str
+    log: str
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """The managed engine as found now: `up` only when its process lives and its port answers."""
+
+    record: EngineRecord | None
+    alive: bool  # the recorded process exists and is the server
+    answers: bool  # its port accepts a connection
+
+    @property
+    def up(self) -> bool:
+        """True when commands can use it."""
+        return self.record is not None and self.alive and self.answers
+
+    @property
+    def stale(self) -> bool:
+        """True when a record exists but the server behind it is gone or does not answer."""
+        return self.record is not None and not self.up
+
+
+def client_version() -> str:
+    """The installed pyspark's version (the client side of Spark Connect)."""
+    return version("pyspark")
+
+
+def read_record(home: Path) -> EngineRecord | None:
+    """The recorded engine under `home`, None when there is none (or the record is unreadable)."""
+    try:
+        data = json.loads((home / RECORD).read_text())
+        return EngineRecord(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def state(home: Path) -> EngineState:
+    """Look at the recorded engine: is its process the server, does its port answer."""
+    record = read_record(home)
+    if record is None:
+        return EngineState(None, alive=False, answers=False)
+    alive = _is_server(record.pid)
+    return EngineState(record, alive=alive, answers=alive and _answers(record.address))
+
+
+def start(
+    home: Path, *, master: str, port: int, conf: tuple[tuple[str, str], ...]
+) -> tuple[EngineRecord, bool]:
+    """Start the server unless one is up; return its record and whether this call started it.
+
+    Waits until the server answers on its port. A server that exits before answering raises
+    `EnvironmentFailure` naming its log.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    with _locked(home):
+        found = state(home)
+        if found.up and found.record is not None:
+            return found.record, False
+        if found.alive and found.record is not None:
+            # Alive but not answering: a server still starting (another start was interrupted) or hung.
+            _terminate(found.record.pid)
+        log = home / LOG
+        process = _launch(home, master=master, port=port, conf=conf, log=log)
+        record = EngineRecord(
+            address=f"sc://{LOOPBACK}:{port}",
+            pid=process.pid,
+            version=client_version(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            master=master,
+            log=str(log),
+        )
+        _wait_until_answering(process, record)
+        tmp = home / f".{RECORD}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
+        tmp.replace(home / RECORD)
+        return record, True
+
+
+def stop(home: Path) -> EngineRecord | None:
+    """Stop the recorded server (if it still runs) and forget it; the record that was stopped, if any."""
+    with _locked(home):
+        record = read_record(home)
+        if record is None:
+            return None
+        if _is_server(record.pid):
+            _terminate(record.pid)
+        (home / RECORD).unlink(missing_ok=True)
+        return record
+
+
+def _launch(
+    home: Path, *, master: str, port: int, conf: tuple[tuple[str, str], ...], log: Path
+) -> subprocess.Popen[bytes]:
+    import pyspark
+
+    from replctl.adapters.spark.session import SparkSettings, archive_path, tuned_conf
+
+    # The class-data archive is mapped when a classic run made one; the server never writes one itself (its
+    # JVM outlives this process, which promotes archives).
+    settings = SparkSettings(master=master, conf=conf, home=home, cds=archive_path(home).is_file())
+    options = {
+        **tuned_conf(settings),
+        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    spark_home = Path(pyspark.__file__).parent
+    command = [str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "replctl-engine"]
+    command += ["--master", master]
+    for key, value in options.items():
+        command += ["--conf", f"{key}={value}"]
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": LOOPBACK}
+    try:
+        with log.open("ab") as out:
+            out.write(
+                f"--- replctl engine start {datetime.now(UTC).isoformat(timespec='seconds')}\n".encode()
+            )
+            out.flush()
+            # Its own session (process group): closing this terminal or this process leaves it running.
+            return subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True
+            )
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot start the Spark engine: {exc}", code="spark") from exc
+
+
+def _wait_until_answering(process: subprocess.Popen[bytes], record: EngineRecord) -> None:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise EnvironmentFailure(
+                f"the Spark engine exited while starting (exit {process.returncode}); its log: {record.log}",
+                code="spark",
+                hint=f"read {record.log}; a port in use? try `replctl engine start --port N`",
+            )
+        if _answers(record.address):
+            return
+        time.sleep(0.2)
+    _terminate(process.pid)
+    raise EnvironmentFailure(
+        f"the Spark engine did not answer within {int(_START_TIMEOUT_S)} s; its log: {record.log}",
+        code="spark",
+    )
+
+
+def _answers(address: str) -> bool:
+    host, _, port = address.removeprefix("sc://").partition(":")
+    try:
+        with socket.create_connection((host, int(port.split("/")[0])), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _is_server(pid: int) -> bool:
+    # /proc names the program behind a pid: a reused pid of another program is not the server.
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return SERVER_CLASS.encode() in cmdline
+
+
+def _terminate(pid: int) -> None:
+    # The server leads its own process group (start_new_session): the group holds it and nothing else.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not _is_server(pid):
+            _reap(pid)
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    # A server started by this very process is its child: collect its exit status so it leaves no zombie.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "engine.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

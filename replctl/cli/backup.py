@@ -1,0 +1,201 @@
+"""`replctl backup create|list|show|verify|prune` (rules.md BK1; cli.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from replctl.cli.boundary import Effect, run
+from replctl.cli.context import AppContext
+from replctl.cli.output import emit_json, stdout
+from replctl.cli.render import cell
+from replctl.errors import EnvironmentFailure
+
+app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
+
+
+def _table(backups: list[dict[str, Any]]) -> Table:
+    table = Table("id", "location", "created", "seq", "events", "segments", "reused", "bytes")
+    for b in backups:
+        table.add_row(
+            cell(b["id"]),
+            cell(b["location"]),
+            b["created_at"],
+            str(b["seq"]),
+            str(b["events"]),
+            str(b["segments"]),
+            str(b["segments_reused"]),
+            str(b["bytes"]),
+        )
+    return table
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    locations: Annotated[
+        list[str] | None, typer.Argument(help="Locations (default: every active one).")
+    ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", metavar="URI", help="Backup store (default: backup_store).")
+    ] = None,
+) -> None:
+    """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.adapters.backupstore import BackupStore
+        from replctl.services import backups
+
+        target = BackupStore(to) if to else app.backups()
+        return backups.create(app.catalog(), app.store(), target, list(locations or []), reason=app.reason)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        for b in out["backups"]:
+            stdout().print(
+                f"backup {b['id']}: {b['location']} at seq {b['seq']}, {b['events']} event(s) in "
+                f"{b['segments']} segment(s), {b['segments_reused']} reused",
+                markup=False,
+            )
+
+    run(ctx, action, render, effect=Effect.UNPLANNED)
+
+
+@app.command("list")
+def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] = None) -> None:
+    """Complete backups (those whose manifest was written), oldest first."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import backups
+
+        if location is not None:
+            backups.check_location(app.catalog(), location)
+        return backups.listing(app.backups(), location)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+        else:
+            stdout().print(_table(out["backups"]))
+
+    run(ctx, action, render)
+
+
+@app.command("show")
+def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """One backup's manifest."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import backups
+
+        return backups.show(app.backups(), backup_id)
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        m = out["backup"]
+        console = stdout()
+        for key in (
+            "id",
+            "location",
+            "created_at",
+            "who",
+            "reason",
+            "catalog_version",
+            "seq",
+            "deleted_upto",
+            "logical_deleted_upto",
+            "cvv",
+            "dvv",
+            "replctl_version",
+        ):
+            console.print(f"{key}: {m[key]}", markup=False)
+        table = Table("segment", "seq", "events", "bytes", "digest")
+        for s in m["segments"]:
+            table.add_row(
+                cell(s["path"]),
+                f"{s['seq_lo']}..{s['seq_hi']}",
+                str(s["count"]),
+                str(s["bytes"]),
+                s["digest"][:16],
+            )
+        console.print(table)
+
+    run(ctx, action, render)
+
+
+@app.command("verify")
+def verify(
+    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...")] = None
+) -> None:
+    """Check every segment copy of the backups (default: all) against its manifest's digest; exit 6 if damaged."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import backups
+
+        return backups.verify(app.backups(), list(ids or []))
+
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        bad = [b for b in out["backups"] if not b["ok"]]
+        if bad:
+            first = bad[0]
+            error = EnvironmentFailure(
+                f"backup {first['id']} is damaged: {'; '.join(first['problems'])}",
+                code="backup-damaged",
+                hint=f"replctl backup create {first['location']}",
+            )
+            if app.json:
+                emit_json({"ok": False, "error": error.to_json(), **out})
+                return 6
+        if app.json:
+            emit_json({"ok": True, **out})
+            return 0
+        console = stdout()
+        for b in out["backups"]:
+            state = "ok" if b["ok"] else "DAMAGED: " + "; ".join(b["problems"])
+            console.print(f"{b['id']}: {state}", markup=False)
+        return 6 if bad else 0
+
+    run(ctx, action, render)
+
+
+@app.command("prune")
+def prune(
+    ctx: typer.Context,
+    location: Annotated[str | None, typer.Argument()] = None,
+    keep_last: Annotated[
+        int | None, typer.Option("--keep-last", help="Keep the newest N per location.")
+    ] = None,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", metavar="DURATION", help="Remove backups older (30d, 12h).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed.")] = False,
+) -> None:
+    """Remove old backups; a segment file that a kept backup lists is never removed."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import backups
+
+        if location is not None:
+            backups.check_location(app.catalog(), location)
+        return backups.prune(
+            app.backups(), location, keep_last=keep_last, older_than=older_than, dry_run=dry_run
+        )
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        verb = "would remove" if out["dry_run"] else "removed"
+        stdout().print(
+            f"{verb} {len(out['removed'])} backup(s) and {len(out['files_removed'])} segment file(s); "
+            f"{len(out['kept'])} kept",
+            markup=False,
+        )
+
+    run(ctx, action, render, effect=Effect.UNPLANNED)

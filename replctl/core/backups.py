@@ -1,0 +1,308 @@
+"""Backups (rules.md BK1–BK3): manifests, incremental copies, choosing and pruning, recoverability. Pure.
+
+A backup is a manifest plus the segment files it names. Segments are immutable, so a segment is stored once per
+backup store under its log-store path and every manifest that lists it shares it (BK1, incremental by
+construction). The manifest is written last: a backup without one does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from replctl.core import recovery as dr
+from replctl.core.model import Connection, Location, LocationState
+from replctl.core.topology import TopologyState
+from replctl.core.vectortime import EMPTY, VectorTime
+
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BackupSegment:
+    """One segment a backup holds: its log-store path (also its name in the backup store) and what it holds."""
+
+    path: str
+    seq_lo: int
+    seq_hi: int
+    count: int
+    vt_lub: VectorTime
+    bytes: int
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest's entry."""
+        return {
+            "path": self.path,
+            "seq_lo": self.seq_lo,
+            "seq_hi": self.seq_hi,
+            "count": self.count,
+            "vt_lub": self.vt_lub.to_dict(),
+            "bytes": self.bytes,
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> BackupSegment:
+        """Read a manifest entry; KeyError/TypeError/ValueError on a malformed one."""
+        return cls(
+            str(doc["path"]),
+            int(doc["seq_lo"]),
+            int(doc["seq_hi"]),
+            int(doc["count"]),
+            VectorTime({str(k): int(v) for k, v in dict(doc["vt_lub"]).items()}),
+            int(doc["bytes"]),
+            str(doc["digest"]),
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A backup of one location as of one catalog version (BK1)."""
+
+    id: str
+    location: str
+    catalog_version: int
+    seq: int
+    cvv: VectorTime
+    dvv: VectorTime
+    deleted_upto: int
+    logical_deleted_upto: int
+    segments: tuple[BackupSegment, ...]
+    replctl_version: str
+    created_at: str  # ISO 8601, UTC
+    who: str
+    reason: str | None = None
+    segments_reused: int = 0
+
+    @property
+    def events(self) -> int:
+        """Events the backup holds."""
+        return sum(s.count for s in self.segments)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the segment files the backup names (shared ones included)."""
+        return sum(s.bytes for s in self.segments)
+
+    @property
+    def last_seq(self) -> int:
+        """The last seq the backup accounts for: A's last survivor once restored (DR2)."""
+        return max([self.deleted_upto, *(s.seq_hi for s in self.segments)])
+
+    @property
+    def survivors_lub(self) -> VectorTime:
+        """LUB of the vts of the events the backup holds (DR1's surviving events)."""
+        return EMPTY.merge(*(s.vt_lub for s in self.segments))
+
+    def summary(self) -> dict[str, Any]:
+        """The `backup create|list --json` shape (cli.md)."""
+        return {
+            "id": self.id,
+            "location": self.location,
+            "created_at": self.created_at,
+            "seq": self.seq,
+            "events": self.events,
+            "segments": len(self.segments),
+            "segments_reused": self.segments_reused,
+            "bytes": self.bytes,
+            "cvv": self.cvv.to_dict(),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole manifest as stored."""
+        return {
+            "format": MANIFEST_FORMAT,
+            "id": self.id,
+            "location": self.location,
+            "catalog_version": self.catalog_version,
+            "seq": self.seq,
+            "cvv": self.cvv.to_dict(),
+            "dvv": self.dvv.to_dict(),
+            "deleted_upto": self.deleted_upto,
+            "logical_deleted_upto": self.logical_deleted_upto,
+            "segments": [s.to_json() for s in self.segments],
+            "segments_reused": self.segments_reused,
+            "replctl_version": self.replctl_version,
+            "created_at": self.created_at,
+            "who": self.who,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Manifest:
+        """Read a stored manifest; KeyError/TypeError/ValueError on a malformed one."""
+        if doc.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"unknown manifest format {doc.get('format')!r}")
+
+        def vector(value: Any) -> VectorTime:
+            return VectorTime({str(k): int(v) for k, v in dict(value).items()})
+
+        return cls(
+            id=str(doc["id"]),
+            location=str(doc["location"]),
+            catalog_version=int(doc["catalog_version"]),
+            seq=int(doc["seq"]),
+            cvv=vector(doc["cvv"]),
+            dvv=vector(doc["dvv"]),
+            deleted_upto=int(doc["deleted_upto"]),
+            logical_deleted_upto=int(doc["logical_deleted_upto"]),
+            segments=tuple(BackupSegment.from_json(s) for s in doc["segments"]),
+            replctl_version=str(doc["replctl_version"]),
+            created_at=str(doc["created_at"]),
+            who=str(doc["who"]),
+            reason=None if doc.get("reason") is None else str(doc["reason"]),
+            segments_reused=int(doc.get("segments_reused", 0)),
+        )
+
+
+def backup_id(location: str, created_at: datetime, suffix: str) -> str:
+    """A backup's id: the location, the UTC time to the second and a random suffix; ids sort by time per location."""
+    return f"{location}-{created_at.strftime('%Y%m%dT%H%M%SZ')}-{suffix}"
+
+
+def newest(manifests: Iterable[Manifest], location: str) -> Manifest | None:
+    """The newest backup of `location` (by creation time, then id), or None."""
+    mine = [m for m in manifests if m.location == location]
+    return max(mine, key=lambda m: (m.created_at, m.id)) if mine else None
+
+
+@dataclass(frozen=True)
+class PruneDecision:
+    """What `backup prune` removes: manifests, and the segment files no kept manifest names."""
+
+    removed: tuple[Manifest, ...]
+    kept: tuple[Manifest, ...]
+    files: tuple[str, ...]
+
+
+def prune(
+    manifests: Iterable[Manifest],
+    *,
+    location: str | None,
+    keep_last: int | None,
+    older_than: timedelta | None,
+    now: datetime,
+) -> PruneDecision:
+    """Choose the backups to remove (per location: beyond the newest `keep_last`, or created before
+    `now - older_than`) and the segment files only they name: a file a kept backup lists is never removed."""
+    every = sorted(manifests, key=lambda m: (m.location, m.created_at, m.id))
+    removed: list[Manifest] = []
+    for loc in sorted({m.location for m in every}):
+        if location is not None and loc != location:
+            continue
+        mine = [m for m in every if m.location == loc]
+        if keep_last is not None:
+            removed += mine[: max(0, len(mine) - keep_last)]
+        if older_than is not None:
+            cut = now - older_than
+            removed += [m for m in mine if datetime.fromisoformat(m.created_at) < cut and m not in removed]
+    kept = [m for m in every if m not in removed]
+    used = {s.path for m in kept for s in m.segments}
+    files = sorted({s.path for m in removed for s in m.segments} - used)
+    return PruneDecision(tuple(removed), tuple(kept), tuple(files))
+
+
+@dataclass(frozen=True)
+class Recoverability:
+    """BK3 for one location: `yes`, `no` with the shortfall, or `unknown` (a filtered terminal source)."""
+
+    location: str
+    state: str  # yes | no | unknown
+    backup: str | None  # the newest backup the answer starts from
+    shortfall: dict[str, tuple[int, int]] = field(default_factory=dict)  # origin -> (from, to) origin times
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `status --json` shape (cli.md)."""
+        return {
+            "state": self.state,
+            "backup": self.backup,
+            "shortfall": {k: list(v) for k, v in sorted(self.shortfall.items())},
+        }
+
+
+def recoverability(
+    state: TopologyState,
+    location: Location,
+    connections: Mapping[tuple[str, str], Connection],
+    locations: Mapping[str, Location],
+    backup: Manifest | None,
+) -> Recoverability:
+    """BK3: from V0 = CVV of the newest backup, DR4's rounds on paper over A's eligible sources (DR3) with their
+    current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered terminal source makes the
+    answer depend on event contents: `unknown`, never a guess."""
+    name = location.name
+    sources, _ = dr.eligible_sources(state, name, connections, _keep_filter)
+    backup_id_ = backup.id if backup else None
+    if any(s.filter is not None for s in sources):
+        return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
+    vector = backup.cvv if backup else EMPTY
+    pending = list(sources)
+    while True:
+        ready = dr.ready_sources(pending, {n: loc.dvv for n, loc in locations.items()}, vector)
+        if not ready:
+            break
+        for source in ready:
+            vector = vector | locations[source.name].cvv
+            pending.remove(source)
+    if location.cvv <= vector:
+        return Recoverability(name, "yes", backup_id_)
+    return Recoverability(name, "no", backup_id_, shortfall=_shortfall(location.cvv, vector))
+
+
+def shortfall_text(shortfall: Mapping[str, Sequence[int]]) -> str:
+    """A shortfall as operators read it: `A: 1..2, C: 4..4` (origin, first and last origin time lost)."""
+    return ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(shortfall.items())) or "an unknown part"
+
+
+def _keep_filter(filter_: str, _location: str) -> str:
+    # Only whether a source is filtered matters here; the expression itself is never evaluated.
+    return filter_
+
+
+def _shortfall(cvv: VectorTime, reached: VectorTime) -> dict[str, tuple[int, int]]:
+    # Per origin, the origin times after what the sources and the backup reach, up to what A holds.
+    return {k: (have + 1, want) for k, (want, have) in cvv.missing_from(reached).items()}
+
+
+def recoverability_all(
+    state: TopologyState,
+    locations: Iterable[Location],
+    connections: Iterable[Connection],
+    manifests: Iterable[Manifest],
+    active: Callable[[Location], bool],
+) -> dict[str, Recoverability]:
+    """BK3 for every active location, each from its newest backup."""
+    by_name = {x.name: x for x in locations}
+    conns = {c.key: c for c in connections}
+    every = list(manifests)
+    return {
+        name: recoverability(state, loc, conns, by_name, newest(every, name))
+        for name, loc in sorted(by_name.items())
+        if active(loc)
+    }
+
+
+def made_unrecoverable(
+    state: TopologyState,
+    locations: Iterable[Location],
+    connections: Iterable[Connection],
+    manifests: Iterable[Manifest],
+    *,
+    deleting: str,
+    dvv_after: VectorTime,
+) -> list[Recoverability]:
+    """BK4: the locations recoverable now that a physical deletion at `deleting`, leaving `dvv_after` as its
+    DVV, would make not recoverable (or unknown), each with what it would then lack."""
+    every, conns, backups = list(locations), list(connections), list(manifests)
+
+    def active(loc: Location) -> bool:
+        return loc.state is LocationState.ACTIVE
+
+    before = recoverability_all(state, every, conns, backups, active)
+    changed = [replace(x, dvv=x.dvv | dvv_after) if x.name == deleting else x for x in every]
+    after = recoverability_all(state, changed, conns, backups, active)
+    return [after[n] for n in sorted(after) if before[n].state == "yes" and after[n].state != "yes"]

@@ -1,0 +1,283 @@
+"""Backups (rules.md BK1, BK3): `backup create|list|show|verify|prune`, and the recoverability `status` shows.
+
+A backup copies a location's catalogued segments as of one catalog version into the backup store and writes the
+manifest last (adapters.backupstore). Segments are immutable, so a segment some earlier manifest already lists
+is not copied again (`segments_reused`). Each location's backup is one journalled operation.
+"""
+
+from __future__ import annotations
+
+import getpass
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from replctl import __version__
+from replctl.adapters.backupstore import BackupStore
+from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore import LogStore
+from replctl.core import backups as bk
+from replctl.core.deletion import parse_age
+from replctl.core.model import Location, LocationState, Segment
+from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.failpoints import hit
+from replctl.services.lookup import get_location
+from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.topology import load_state
+
+
+def create(
+    catalog: Catalog,
+    store: LogStore,
+    backups: BackupStore,
+    names: list[str],
+    *,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """`backup create [LOC...]`: one backup per location (default: every active one), incremental (BK1)."""
+    with catalog.transaction(readonly=True) as tx:
+        for name in names:
+            get_location(tx, name)
+        # A recovering location's log is not yet what it will be: the default leaves it out (BK1: active ones).
+        chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
+    made = [_one(catalog, store, backups, name, reason) for name in dict.fromkeys(chosen)]
+    return {"backups": [m.summary() for m in made]}
+
+
+def _one(
+    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, reason: str | None
+) -> bk.Manifest:
+    def body(ctx: OperationContext) -> bk.Manifest:
+        return _backup(ctx, store, backups, name, reason)
+
+    return operation(
+        catalog,
+        command="backup create",
+        args={"location": name},
+        reason=reason,
+        resources=[location_resource(name)],
+        dry_run=False,
+        body=body,
+    )
+
+
+def _backup(
+    ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
+) -> bk.Manifest:
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+        segments = tx.segments(name)
+        version = tx.catalog_version()
+    if loc.retired:
+        raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
+    # What earlier manifests say of a segment stands for it: the copy is not read again (incremental).
+    known = {s.path: s for m in backups.manifests() for s in m.segments}
+    held: list[bk.BackupSegment] = []
+    reused = 0
+    for seg in segments:
+        if seg.path in known:
+            reused += 1
+            size, sha = known[seg.path].bytes, known[seg.path].digest
+        elif backups.has_segment(seg.path):
+            # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
+            size, sha = _held(backups, seg.path)
+        else:
+            size, sha = backups.put_segment(store.local_path(seg.path), seg.path)
+        held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
+        hit("backup.after-copy")
+    now = datetime.now(UTC).replace(microsecond=0)
+    manifest = bk.Manifest(
+        id=bk.backup_id(name, now, uuid.uuid4().hex[:6]),
+        location=name,
+        catalog_version=version,
+        seq=loc.seq,
+        cvv=loc.cvv,
+        dvv=loc.dvv,
+        deleted_upto=loc.deleted_upto,
+        logical_deleted_upto=loc.logical_deleted_upto,
+        segments=tuple(held),
+        replctl_version=__version__,
+        created_at=now.isoformat(),
+        who=_who(),
+        reason=reason,
+        segments_reused=reused,
+    )
+    backups.put_manifest(manifest)
+    with ctx.transaction() as tx:
+        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": reused})
+    return manifest
+
+
+def _held(backups: BackupStore, path: str) -> tuple[int, str]:
+    folder = backups.segment_folder(path)
+    sha = backups.segment_digest(path)
+    if sha is None:
+        raise EnvironmentFailure(f"the backup copy of {path} vanished", code="backup-store")
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()), sha
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def readable(backups: BackupStore) -> list[bk.Manifest] | None:
+    """Every backup, or None when the backup store cannot be read (`status` then answers BK3 `unknown`)."""
+    try:
+        return backups.manifests()
+    except EnvironmentFailure:
+        return None
+
+
+def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
+    """`backup list [LOC]`: complete backups, oldest first."""
+    return {
+        "backups": [m.summary() for m in backups.manifests() if location is None or m.location == location]
+    }
+
+
+def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
+    """A backup by id, or `latest` of `location`; an unknown one exits 6 (the backup store lacks it)."""
+    if ref == "latest":
+        if location is None:
+            raise InvalidInput("`latest` needs a location", code="usage")
+        found = bk.newest(backups.manifests(), location)
+        if found is None:
+            raise EnvironmentFailure(
+                f"the backup store holds no backup of {location}",
+                code="backup-missing",
+                hint=f"replctl backup list {location}",
+            )
+        return found
+    manifest = backups.manifest(ref)
+    if manifest is None:
+        raise EnvironmentFailure(
+            f"no backup {ref} in the backup store", code="backup-missing", hint="replctl backup list"
+        )
+    return manifest
+
+
+def show(backups: BackupStore, ref: str) -> dict[str, Any]:
+    """`backup show ID`: the whole manifest."""
+    return {"backup": find(backups, ref).to_json()}
+
+
+def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
+    """What is wrong with a backup's files: segments missing or whose digest differs from the manifest's."""
+    problems = []
+    for seg in manifest.segments:
+        sha = backups.segment_digest(seg.path)
+        if sha is None:
+            problems.append(f"{seg.path}: missing")
+        elif sha != seg.digest:
+            problems.append(f"{seg.path}: digest differs from the manifest's")
+    return problems
+
+
+def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
+    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest."""
+    chosen = [find(backups, r) for r in refs] if refs else backups.manifests()
+    results = []
+    for m in chosen:
+        problems = damage(backups, m)
+        results.append({"id": m.id, "location": m.location, "ok": not problems, "problems": problems})
+    return {"backups": results}
+
+
+def prune(
+    backups: BackupStore,
+    location: str | None,
+    *,
+    keep_last: int | None,
+    older_than: str | None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """`backup prune [LOC] (--keep-last N | --older-than DURATION)`: manifests first, then the files only they
+    named, so a crash in between leaves unreferenced files, never a backup missing one."""
+    if (keep_last is None) == (older_than is None):
+        raise InvalidInput("give exactly one of --keep-last N or --older-than DURATION", code="usage")
+    if keep_last is not None and keep_last < 0:
+        raise InvalidInput(f"--keep-last takes N ≥ 0, got {keep_last}", code="bad-number")
+    decision = bk.prune(
+        backups.manifests(),
+        location=location,
+        keep_last=keep_last,
+        older_than=parse_age(older_than) if older_than is not None else None,
+        now=datetime.now(UTC),
+    )
+    if not dry_run:
+        for m in decision.removed:
+            backups.remove_manifest(m.id)
+        for path in decision.files:
+            backups.remove_segment(path)
+    return {
+        "dry_run": dry_run,
+        "removed": [m.id for m in decision.removed],
+        "kept": [m.id for m in decision.kept],
+        "files_removed": list(decision.files),
+    }
+
+
+def check_location(catalog: Catalog, name: str) -> None:
+    """Refuse an unknown location name (exit 2) before reading any backup."""
+    with catalog.transaction(readonly=True) as tx:
+        get_location(tx, name)
+
+
+@dataclass(frozen=True)
+class DeletionGuard:
+    """BK4 for one `delete`: the backups BK3 starts from, and whether a deletion that hurts is refused."""
+
+    manifests: tuple[bk.Manifest, ...]
+    require: bool
+
+
+def check_deletion(
+    ctx: OperationContext,
+    guard: DeletionGuard,
+    loc: Location,
+    segments: list[Segment],
+    *,
+    cut_upto: int,
+    doc: dict[str, Any],
+) -> None:
+    """BK4: report (in `doc["makes_unrecoverable"]`) the locations the cut would make unrecoverable; refuse
+    (exit 3) when the guard requires it, before anything changed.
+
+    The DVV after the cut is taken from the segments' LUBs (identities included, RET4), so a straddling
+    segment counts whole: the answer errs towards reporting, never towards silence. Dry run and run agree.
+    """
+    hurt: list[bk.Recoverability] = []
+    if cut_upto > loc.deleted_upto:
+        dropped = [s.vt_lub for s in segments if s.seq_lo <= cut_upto and s.seq_hi > loc.deleted_upto]
+        with ctx.transaction() as tx:
+            state, locations, connections = load_state(tx), tx.locations(), tx.connections()
+        hurt = bk.made_unrecoverable(
+            state,
+            locations,
+            connections,
+            guard.manifests,
+            deleting=loc.name,
+            dvv_after=loc.dvv.merge(*dropped),
+        )
+    doc["makes_unrecoverable"] = [
+        {**r.to_json(), "location": r.location, "fix": f"replctl backup create {r.location}"} for r in hurt
+    ]
+    if hurt and guard.require:
+        names = ", ".join(r.location for r in hurt)
+        lost = "; ".join(
+            f"{r.location} would lose "
+            + (
+                ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(r.shortfall.items()))
+                or "an unknown part"
+            )
+            for r in hurt
+        )
+        raise Refused(
+            f"refused [BK4]: deleting {loc.name} up to {cut_upto} would make {names} unrecoverable ({lost})",
+            code="BK4",
+            hint=" && ".join(f"replctl backup create {r.location}" for r in hurt),
+        )

@@ -1,0 +1,132 @@
+"""`recover location NAME --from-backup ID|latest` (rules.md BK2): a disaster recovery whose survivors are a backup.
+
+The backup's segments are copied into the log store under fresh paths first; one transaction then makes them
+A's log in place of the present segments, with DVV-A and `deleted_upto` from the backup, the clock floor and
+the progress resets of DR1–DR2 (core.recovery). The present files stay untouched until that commit and are
+removed after it, so a crash before it leaves A as it was plus unreferenced copies. Event recovery and the
+clock then follow exactly as for any recovery (services.recovery.finish_recovery).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from replctl.adapters.backupstore import BackupStore
+from replctl.adapters.catalog.repository import Catalog
+from replctl.core import recovery as dr
+from replctl.core.backups import Manifest
+from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.failpoints import hit
+from replctl.services import backups as backup_service
+from replctl.services.engine import Engine
+from replctl.services.lookup import get_location
+from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.recovery import finish_recovery
+from replctl.services.topology import load_state
+
+
+def restore(
+    catalog: Catalog,
+    engine: Engine,
+    backups: BackupStore,
+    name: str,
+    ref: str,
+    *,
+    accept_loss: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """BK2: A's log becomes exactly the backup's events, then DR1–DR5. Another location's backup exits 2; a
+    missing or damaged one exits 6; both before anything changes."""
+    with catalog.transaction(readonly=True) as tx:
+        loc = get_location(tx, name)
+        if loc.retired:
+            raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
+        around = dr.neighbours(load_state(tx), name)
+    manifest = backup_service.find(backups, ref, name)
+    if manifest.location != name:
+        raise InvalidInput(
+            f"backup {manifest.id} is a backup of {manifest.location}, not of {name} (BK2)",
+            code="BK2",
+            hint=f"replctl backup list {name}",
+        )
+    problems = backup_service.damage(backups, manifest)
+    if problems:
+        raise EnvironmentFailure(
+            f"backup {manifest.id} is damaged: {'; '.join(problems)}",
+            code="backup-damaged",
+            hint=f"replctl backup verify {manifest.id}",
+        )
+    return operation(
+        catalog,
+        command="recover location",
+        args={"location": name, "from_backup": manifest.id, "accept_loss": accept_loss},
+        reason=reason,
+        resources=[location_resource(n) for n in [name, *around]],
+        dry_run=dry_run,
+        body=lambda ctx: _restore(ctx, engine, backups, manifest, accept_loss),
+    )
+
+
+def _restore(
+    ctx: OperationContext, engine: Engine, backups: BackupStore, manifest: Manifest, accept_loss: bool
+) -> dict[str, Any]:
+    name = manifest.location
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+        present = tx.segments(name)
+    doc: dict[str, Any] = {
+        "location": name,
+        "backup": manifest.id,
+        # Everything after the backup is lost from A's own log; it comes back only through event recovery.
+        "lost_from": manifest.last_seq + 1,
+        "dry_run": ctx.dry_run,
+        "clock": {"before": loc.seq, "after": loc.seq},
+        "progress_resets": [],
+        "rounds": [],
+        "refused": [],
+        "accepted": [],
+        "cvv": loc.cvv.to_dict(),
+    }
+    copies = (
+        []
+        if ctx.dry_run
+        else [(_copy_in(engine, backups, name, s.path, s.seq_lo), s) for s in manifest.segments]
+    )
+    hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
+    # BK2: DVV-A and deleted_upto come from the backup; a logical deletion asked for since still hides.
+    base = replace(
+        loc,
+        dvv=manifest.dvv,
+        deleted_upto=manifest.deleted_upto,
+        logical_deleted_upto=max(loc.logical_deleted_upto, manifest.logical_deleted_upto),
+    )
+    with ctx.transaction() as tx:
+        others = [x.cvv for x in tx.locations() if x.name != name]
+        clock = dr.recovered_clock(base, manifest.survivors_lub, others)
+        resets = dr.progress_resets(tx.connections(), name, manifest.last_seq)
+        doc["progress_resets"] = [r.to_json() for r in resets]
+        doc["survivors_upto"] = manifest.last_seq
+        doc["clock"]["floor"] = clock.floor
+        doc["cvv"] = clock.cvv.to_dict()
+        if not ctx.dry_run:
+            tx.delete_segments([s.id for s in present])
+            for rel, s in copies:
+                tx.add_segment(name, rel, s.seq_lo, s.seq_hi, s.count, s.vt_lub, ctx.id)
+            for reset in resets:
+                tx.put_connection(replace(reset.connection, progress=reset.to))
+            tx.put_location(dr.recovering(base, clock, manifest.last_seq))
+            ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
+    if ctx.dry_run:
+        return finish_recovery(ctx, engine, name, accept_loss, doc)
+    hit("recover.after-metadata")
+    for seg in present:
+        engine.store.remove(seg.path)
+    return finish_recovery(ctx, engine, name, accept_loss, doc)
+
+
+def _copy_in(engine: Engine, backups: BackupStore, name: str, path: str, seq_lo: int) -> str:
+    rel = engine.store.new_segment_path(name, seq_lo)
+    engine.store.copy_folder_in(backups.segment_folder(path), rel)
+    return rel

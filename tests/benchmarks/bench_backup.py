@@ -1,0 +1,139 @@
+"""Backups (rules.md BK1, BK3): a full backup against `cp -r` of the same segment files, an incremental backup
+after 1% new events against the full one, and recoverability for many locations and backups.
+
+Targets (issue 16): full backup within 1.3x of `cp -r`; incremental under 5% of the full one; BK3 for 50
+locations with 100 backups under 0.2 s. The log is built by appends of --chunk events (bounded segments).
+
+Usage: .venv/bin/python tests/benchmarks/bench_backup.py [--n 10000000] [--chunk 100000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from clitool import Replctl
+from figures import Figure, write_figures
+
+from replctl.core.backups import BackupSegment, Manifest, recoverability_all
+from replctl.core.model import Change, ChangeKind, Connection, ConnectionState, Location
+from replctl.core.topology import fold
+from replctl.core.vectortime import VectorTime
+
+
+def build(root: Path, size: int, chunk: int) -> Replctl:
+    rc = Replctl(root, spark_master="local[*]")
+    rc("init")
+    rc("location", "add", "A")
+    for i in range(max(1, size // chunk)):
+        rc("log", "append", "A", "--generate", str(min(chunk, size)), "--seed", str(i))
+    return rc
+
+
+def timed_copy(source: Path, target: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(["cp", "-r", str(source), str(target)], check=True)
+    return time.perf_counter() - start
+
+
+def timed_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, object]]:
+    start = time.perf_counter()
+    doc = rc.json("backup", "create", "A", "--to", str(store))["backups"][0]
+    return time.perf_counter() - start, doc
+
+
+def recoverability_time(locations: int, backups: int, runs: int) -> float:
+    """BK3 over a ring of `locations` (both ways, unfiltered), `backups` manifests spread over them."""
+    names = [f"L{i:03d}" for i in range(locations)]
+    pairs = [(names[i], names[(i + 1) % locations]) for i in range(locations)]
+    changes = [
+        Change(ChangeKind.CONNECTION_ADDED, source=s, target=t) for a, b in pairs for s, t in ((a, b), (b, a))
+    ]
+    state = fold(changes)
+    conns = [Connection(c.source or "", c.target or "", ConnectionState.ACTIVE) for c in changes]
+    cvv = VectorTime(dict.fromkeys(names, 1000))
+    locs = [Location(n, seq=1000, cvv=cvv, dvv=VectorTime({n: 500})) for n in names]
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    seg = BackupSegment("x/seg", 1, 1000, 1000, cvv, 1, "d")
+    manifests = [
+        Manifest(
+            f"b{i}",
+            names[i % locations],
+            1,
+            1000,
+            cvv,
+            VectorTime(),
+            0,
+            0,
+            (seg,),
+            "0",
+            (t0 + timedelta(minutes=i)).isoformat(),
+            "op",
+        )
+        for i in range(backups)
+    ]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        recoverability_all(state, locs, conns, manifests, lambda x: True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=10_000_000)
+    parser.add_argument("--chunk", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--locations", type=int, default=50)
+    parser.add_argument("--backups", type=int, default=100)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix=f"replctl-backup-{args.n}-"))
+    rc = build(root / "world", args.n, args.chunk)
+    copies, fulls, incrementals = [], [], []
+    for run in range(args.runs):
+        copies.append(timed_copy(rc.store / "A", root / f"cp-{run}"))
+        seconds, _ = timed_backup(rc, root / f"full-{run}")
+        fulls.append(seconds)
+    rc("log", "append", "A", "--generate", str(max(1, args.n // 100)), "--seed", "999")
+    for run in range(args.runs):
+        store = root / f"incr-{run}"
+        shutil.copytree(root / f"full-{run}", store)
+        seconds, doc = timed_backup(rc, store)
+        assert doc["segments_reused"] == doc["segments"] - 1, doc
+        incrementals.append(seconds)
+    cp, full, incr = (statistics.median(x) for x in (copies, fulls, incrementals))
+    bk3 = recoverability_time(args.locations, args.backups, args.runs)
+    shutil.rmtree(root, ignore_errors=True)
+    print(
+        f"{args.n:,} events: cp -r {cp:.2f} s, full backup {full:.2f} s ({full / cp:.2f}x), "
+        f"incremental after 1% {incr:.2f} s ({incr / full:.1%}); BK3 {args.locations} locations, "
+        f"{args.backups} backups: {bk3 * 1000:.1f} ms"
+    )
+    figures = [
+        Figure(f"full backup of {args.n:,} events / cp -r", full / cp, "x", "< 1.3", full / cp < 1.3),
+        Figure("incremental backup after 1% / full", incr / full, "x", "< 0.05", incr / full < 0.05),
+        Figure(
+            f"recoverability, {args.locations} locations, {args.backups} backups",
+            bk3,
+            "s",
+            "< 0.2",
+            bk3 < 0.2,
+        ),
+    ]
+    write_figures(args.json, "backup", vars(args), figures)
+
+
+if __name__ == "__main__":
+    main()

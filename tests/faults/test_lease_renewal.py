@@ -1,0 +1,72 @@
+"""Leases are renewed while an operation runs (issue 15 item 6).
+
+An operation that outlives its leases' time to live keeps them: a thread renews them a few times per time to
+live, so another operator is still refused with exit 4 instead of taking them over and making the first one
+fail at its commit. The time to live is made short; the first operation is paused (in-process failpoint)
+until its lease has outlived the time it was first granted for. No Spark is involved.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from clitool import Replctl
+
+from replctl import failpoints
+from replctl.services import operations
+
+TTL_SECONDS = 0.6
+
+
+def _expiry(rc: Replctl, resource: str) -> datetime:
+    with sqlite3.connect(rc.root / "catalog.db") as db:
+        (value,) = db.execute("SELECT expires_at FROM leases WHERE resource = ?", (resource,)).fetchone()
+    return datetime.fromisoformat(str(value)).replace(tzinfo=None)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@pytest.mark.timeout(120)
+def test_issue15_6_a_job_outliving_its_lease_ttl_keeps_the_lease_and_another_operator_gets_exit_4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rc = Replctl(tmp_path)
+    rc("init")
+    for name in "ABC":
+        rc("location", "add", name)
+    monkeypatch.setattr(operations, "LEASE_TTL_SECONDS", TTL_SECONDS)
+    refusals: list[dict[str, object]] = []
+
+    def outlive_the_lease_then_compete() -> None:
+        granted_until = _expiry(rc, "topology")
+        # Wait (bounded) until the first grant has run out by the clock and the lease was renewed past it.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (
+            _now() > granted_until and _expiry(rc, "topology") > _now()
+        ):
+            time.sleep(TTL_SECONDS / 10)
+        refusals.append(rc.json("topology", "add", "A", "C", expect=4))
+
+    failpoints.reset()
+    with failpoints.calling("operation.after-lease", outlive_the_lease_then_compete) as ran:
+        rc("topology", "add", "A", "B")
+    assert ran == ["operation.after-lease"]
+    (refused,) = refusals
+    error = refused["error"]
+    assert isinstance(error, dict)
+    assert error["code"] == "lock-held"
+    assert error["message"].startswith("topology is held by ")
+    # The first operation kept its lease to the end: it committed, the second changed nothing.
+    changes = [
+        (c["kind"], c.get("source"), c.get("target")) for c in rc.json("topology", "history")["changes"]
+    ]
+    assert ("connection-added", "A", "B") in changes
+    assert ("connection-added", "A", "C") not in changes
+    ops = rc.json("ops", "list", "--limit", "2")["operations"]
+    assert sorted(op["outcome"] for op in ops) == ["refused", "succeeded"]

@@ -1,0 +1,202 @@
+"""Backup and restore stories through the CLI with exact log contents (rules.md BK1–BK4, DR1–DR5)."""
+
+from __future__ import annotations
+
+import pytest
+from clitool import Replctl
+
+pytestmark = pytest.mark.spark
+
+
+def two_locations(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+
+
+def test_a_restored_from_its_backup_gets_back_what_its_neighbour_deleted_and_what_came_after(
+    rc: Replctl,
+) -> None:
+    # (a) BK2: B backed up; A deletes its first events; B loses everything; the backup brings them back.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1")
+    rc("replicate")
+    made = rc.json("backup", "create", "B")["backups"]
+    assert [(b["location"], b["seq"], b["events"], b["segments_reused"]) for b in made] == [("B", 3, 3, 0)]
+    rc.append("A", "a3")
+    rc.append("B", "b2")
+    rc("replicate")
+    before = rc.stored("B")
+    assert before == [("B", 1, "b1"), ("A", 1, "a1"), ("A", 2, "a2"), ("B", 4, "b2"), ("A", 4, "a3")]
+    rc("delete", "A", "--upto", "2")  # B holds a1, a2 (DEL3): A deletes them for good
+    assert rc.keys("A") == ["b1", "a3", "b2"]
+    rc("drill", "disaster", "B", "--from", "1")
+    doc = rc.json("recover", "location", "B", "--from-backup", "latest")
+    assert doc["backup"] == made[0]["id"] and doc["refused"] == []
+    # a1, a2 from the backup (A deleted them); a3 and B's own b2, written after the backup, from A.
+    assert doc["rounds"] == [{"round": 1, "sources": ["A"], "written": 2}]
+    restored = [
+        (e["seq"], e["origin"], e["origin_time"], e["key"]) for e in rc.json("log", "show", "B")["events"]
+    ]
+    # DR1: T = 5 (the seq the catalog recorded); recovered events are numbered after it (gaps allowed, M4).
+    assert doc["clock"] == {"before": 5, "after": 10, "floor": 5}
+    assert restored == [
+        (1, "B", 1, "b1"),
+        (2, "A", 1, "a1"),
+        (3, "A", 2, "a2"),
+        (9, "A", 4, "a3"),
+        (10, "B", 4, "b2"),
+    ]
+    rc.append("B", "b3")
+    # B's clock never runs in the past: b3's origin time exceeds every B event before the loss.
+    assert rc.stored("B")[-1] == ("B", 11, "b3")
+    rc("replicate")
+    assert rc.keys("A") == ["b1", "a3", "b2", "b3"]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_without_the_backup_the_same_recovery_leaves_a_blocked(rc: Replctl) -> None:
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1")
+    rc("replicate")
+    rc("delete", "A", "--upto", "2")
+    rc("drill", "disaster", "B", "--from", "1")
+    out = rc("recover", "location", "B", "--json", expect=5).doc
+    assert [(r["source"], r["rule"]) for r in out["refused"]] == [("A", "DR4")]
+    assert rc.connection("A", "B")["state"] == "blocked"
+    assert rc.keys("B") == []
+
+
+def test_restoring_a_location_from_another_locations_backup_exits_2_and_changes_nothing(rc: Replctl) -> None:
+    # (c) BK2: a backup of another location is refused.
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc("replicate")
+    made = rc.json("backup", "create", "A")["backups"]
+    before = rc.snapshot()
+    out = rc.json("recover", "location", "B", "--from-backup", made[0]["id"], expect=2)
+    assert out["error"]["code"] == "BK2"
+    assert out["error"]["message"] == f"backup {made[0]['id']} is a backup of A, not of B (BK2)"
+    missing = rc.json("recover", "location", "B", "--from-backup", "latest", expect=6)
+    assert missing["error"]["code"] == "backup-missing"
+    assert rc.snapshot() == before and rc.keys("B") == ["a1"]
+
+
+def test_status_shows_which_locations_a_loss_would_hurt_and_the_backup_that_fixes_it(rc: Replctl) -> None:
+    # BK3: after A deletes a1, a2, B alone holds them: B is not recoverable until it is backed up.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    rc("delete", "A", "--upto", "2")
+    assert rc.location("B")["recoverable"] == {"state": "no", "backup": None, "shortfall": {"A": [1, 2]}}
+    assert rc.location("A")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    text = rc("status").stdout
+    assert "no (would lose A: 1..2; fix: replctl backup create B)" in text
+    made = rc.json("backup", "create", "B")["backups"][0]
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": made["id"], "shortfall": {}}
+
+
+def test_a_backup_survives_compaction_deletion_and_pruning_and_later_backups_reuse_its_segments(
+    rc: Replctl,
+) -> None:
+    # (d) BK1: the backup's files are its own; what later happens to the live log never reaches them.
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc.append("A", "a2")
+    rc.append("A", "a3")
+    rc("replicate")
+    first = rc.json("backup", "create", "A", "--reason", "before maintenance")["backups"][0]
+    assert (first["events"], first["segments"], first["segments_reused"]) == (3, 3, 0)
+    rc.append("A", "a4")
+    second = rc.json("backup", "create", "A")["backups"][0]
+    assert (second["events"], second["segments"], second["segments_reused"]) == (4, 4, 3)  # incremental
+    rc("log", "compact", "A")
+    rc("delete", "A", "--upto", "2")
+    assert rc.keys("A") == ["a3", "a4"]
+    pruned = rc.json("backup", "prune", "A", "--keep-last", "1")
+    # The first backup goes; every file it named is still listed by the second, so none is removed.
+    assert (pruned["removed"], pruned["files_removed"]) == ([first["id"]], [])
+    listed = rc.json("backup", "list", "A")["backups"]
+    assert [b["id"] for b in listed] == [second["id"]]
+    verified = rc.json("backup", "verify")
+    assert verified["backups"] == [{"id": second["id"], "location": "A", "ok": True, "problems": []}]
+    shown = rc.json("backup", "show", second["id"])["backup"]
+    assert [(s["seq_lo"], s["seq_hi"]) for s in shown["segments"]] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    # The live log lost a1, a2; a restore from the backup gets them back, as the backup took them.
+    rc("drill", "disaster", "A", "--from", "1")
+    doc = rc.json("recover", "location", "A", "--from-backup", second["id"])
+    assert doc["refused"] == []
+    assert rc.keys("A") == ["a1", "a2", "a3", "a4"]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl) -> None:
+    two_locations(rc)
+    rc.append("A", "a1")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    shown = rc.json("backup", "show", made["id"])["backup"]
+    for file in (rc.backups / "segments" / shown["segments"][0]["path"]).rglob("*.parquet"):
+        file.write_bytes(b"damaged")
+    out = rc.json("backup", "verify", expect=6)
+    assert out["error"]["code"] == "backup-damaged"
+    before = rc.snapshot()
+    refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert refused["error"]["code"] == "backup-damaged"
+    assert refused["error"]["message"] == (
+        f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the manifest's"
+    )
+    assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+
+
+def test_a_deletion_that_would_leave_b_unrecoverable_is_refused_until_b_is_backed_up(rc: Replctl) -> None:
+    # (b) BK4: A may delete a1, a2 (B holds them, DEL3), but then only B's log would still hold them.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    plan = rc.json("delete", "A", "--upto", "2", "--dry-run")
+    assert plan["makes_unrecoverable"] == [
+        {
+            "location": "B",
+            "state": "no",
+            "backup": None,
+            "shortfall": {"A": [1, 2]},
+            "fix": "replctl backup create B",
+        }
+    ]
+    before = rc.snapshot()
+    refused = rc.json("delete", "A", "--upto", "2", "--require-recoverable", expect=3)
+    assert refused["error"] == {
+        "code": "BK4",
+        "message": "refused [BK4]: deleting A up to 2 would make B unrecoverable (B would lose A: 1..2)",
+        "hint": "replctl backup create B",
+    }
+    assert rc.snapshot() == before and rc.keys("A") == ["a1", "a2"]
+    # The catalog's policy refuses the same way without the flag.
+    (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
+    rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
+    assert rc.json("delete", "A", "--upto", "2", expect=3)["error"]["code"] == "BK4"
+    assert rc.keys("A") == ["a1", "a2"]
+    rc("backup", "create", "B")
+    done = rc.json("delete", "A", "--upto", "2", "--require-recoverable")
+    assert (done["deleted_upto"], done["makes_unrecoverable"]) == (2, [])
+    assert rc.keys("A") == []
+
+
+def test_a_restore_from_a_backup_older_than_a_neighbours_deletion_is_planned_as_it_runs(rc: Replctl) -> None:
+    # BK2 + DR4: B's backup predates a1, a2, which A has since deleted; A cannot serve B, dry run or not.
+    two_locations(rc)
+    rc.append("B", "b1")
+    rc("backup", "create", "B")
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    rc("delete", "A", "--upto", "2")
+    rc("drill", "disaster", "B", "--from", "1")
+    plan = rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")
+    assert (plan["rounds"], [(r["source"], r["rule"]) for r in plan["refused"]]) == ([], [("A", "DR4")])
+    out = rc("recover", "location", "B", "--from-backup", "latest", "--json", expect=5).doc
+    assert (out["rounds"], [(r["source"], r["rule"]) for r in out["refused"]]) == ([], [("A", "DR4")])
+    assert out["refused"][0]["missing"] == plan["refused"][0]["missing"] == {"A": [2, 0]}
+    assert rc.keys("B") == ["b1"] and rc.connection("A", "B")["state"] == "blocked"

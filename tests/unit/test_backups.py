@@ -1,0 +1,149 @@
+"""Backups' pure decisions (rules.md BK1, BK3): manifests, pruning, recoverability."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from replctl.core.backups import (
+    BackupSegment,
+    Manifest,
+    newest,
+    prune,
+    recoverability,
+    recoverability_all,
+)
+from replctl.core.model import Change, ChangeKind, Connection, ConnectionState, Location, LocationState
+from replctl.core.topology import TopologyState, fold
+from replctl.core.vectortime import VectorTime
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def seg(path: str, lo: int, hi: int) -> BackupSegment:
+    return BackupSegment(path, lo, hi, hi - lo + 1, VectorTime({"B": hi}), 100, f"sha-{path}")
+
+
+def manifest(
+    id_: str, location: str, at: datetime, cvv: dict[str, int], *segments: BackupSegment
+) -> Manifest:
+    return Manifest(
+        id=id_,
+        location=location,
+        catalog_version=1,
+        seq=max([0, *(s.seq_hi for s in segments)]),
+        cvv=VectorTime(cvv),
+        dvv=VectorTime(),
+        deleted_upto=0,
+        logical_deleted_upto=0,
+        segments=segments,
+        replctl_version="0",
+        created_at=at.isoformat(),
+        who="op",
+    )
+
+
+def both_ways(*pairs: tuple[str, str], filtered: tuple[str, str] | None = None) -> TopologyState:
+    changes = []
+    for s, t in pairs:
+        for a, b in ((s, t), (t, s)):
+            f = "key = 'x'" if filtered == (a, b) else None
+            changes.append(Change(ChangeKind.CONNECTION_ADDED, source=a, target=b, filter=f))
+    return fold(changes)
+
+
+def conns(*pairs: tuple[str, str]) -> dict[tuple[str, str], Connection]:
+    out = {}
+    for s, t in pairs:
+        out[(s, t)] = Connection(s, t, ConnectionState.ACTIVE)
+        out[(t, s)] = Connection(t, s, ConnectionState.ACTIVE)
+    return out
+
+
+def test_bk1_a_manifest_reads_back_as_written() -> None:
+    m = manifest("B-1", "B", T0, {"A": 2, "B": 3}, seg("B/seg-1", 1, 2), seg("B/seg-2", 3, 3))
+    assert Manifest.from_json(m.to_json()) == m
+    assert m.summary() == {
+        "id": "B-1",
+        "location": "B",
+        "created_at": T0.isoformat(),
+        "seq": 3,
+        "events": 3,
+        "segments": 2,
+        "segments_reused": 0,
+        "bytes": 200,
+        "cvv": {"A": 2, "B": 3},
+    }
+
+
+def test_prune_keeps_every_file_a_kept_backup_still_lists() -> None:
+    old = manifest("B-1", "B", T0, {}, seg("B/s1", 1, 2))
+    mid = manifest("B-2", "B", T0 + timedelta(days=1), {}, seg("B/s1", 1, 2), seg("B/s2", 3, 4))
+    new = manifest("B-3", "B", T0 + timedelta(days=2), {}, seg("B/s2", 3, 4), seg("B/s3", 5, 5))
+    other = manifest("A-1", "A", T0, {}, seg("A/s1", 1, 1))
+    decision = prune([new, old, other, mid], location="B", keep_last=1, older_than=None, now=T0)
+    assert [m.id for m in decision.removed] == ["B-1", "B-2"]
+    assert [m.id for m in decision.kept] == ["A-1", "B-3"]
+    assert decision.files == ("B/s1",)  # B/s2 stays: B-3 lists it
+    aged = prune(
+        [new, old, mid], location=None, keep_last=None, older_than=timedelta(hours=35), now=new_time()
+    )
+    assert [m.id for m in aged.removed] == ["B-1", "B-2"] and aged.files == ("B/s1",)
+
+
+def new_time() -> datetime:
+    return T0 + timedelta(days=2, hours=12)
+
+
+def test_bk3_a_location_whose_neighbour_deleted_its_events_is_recoverable_only_with_a_backup() -> None:
+    state = both_ways(("A", "B"))
+    a = Location("A", seq=5, cvv=VectorTime({"A": 5}), dvv=VectorTime({"A": 2}))  # b1 has not reached A
+    b = Location("B", seq=3, cvv=VectorTime({"A": 4, "B": 1}))
+    locations = {"A": a, "B": b}
+    # A deleted A:1..2, so B could not recover from A (DR4) and B holds nothing A lacks: only B's own log has b1.
+    bare = recoverability(state, b, conns(("A", "B")), locations, None)
+    assert (bare.state, bare.backup, bare.shortfall) == ("no", None, {"A": (1, 4), "B": (1, 1)})
+    backup = manifest("B-1", "B", T0, {"A": 2, "B": 1})
+    fixed = recoverability(state, b, conns(("A", "B")), locations, backup)
+    assert (fixed.state, fixed.backup, fixed.shortfall) == ("yes", "B-1", {})
+    # A backup too old leaves the part after it that no source holds: B's own event b1 is still lost.
+    stale = manifest("B-0", "B", T0, {"A": 2})
+    assert recoverability(state, b, conns(("A", "B")), locations, stale).to_json() == {
+        "state": "no",
+        "backup": "B-0",
+        "shortfall": {"B": [1, 1]},
+    }
+
+
+def test_bk3_rounds_a_second_source_counts_once_the_first_covers_its_deletions() -> None:
+    state = both_ways(("A", "B"), ("A", "C"))
+    a = Location("A", cvv=VectorTime({"A": 3, "B": 2, "C": 2}))
+    b = Location("B", cvv=VectorTime({"A": 3, "B": 2}))
+    c = Location("C", cvv=VectorTime({"A": 3, "B": 2, "C": 2}), dvv=VectorTime({"B": 2}))
+    got = recoverability(state, a, conns(("A", "B"), ("A", "C")), {"A": a, "B": b, "C": c}, None)
+    assert got.state == "yes"  # round 1: B (nothing deleted); round 2: C, whose DVV B's events now cover
+
+
+def test_bk3_a_filtered_terminal_source_makes_the_answer_unknown() -> None:
+    state = both_ways(("A", "B"), filtered=("B", "A"))
+    a = Location("A", cvv=VectorTime({"A": 1}))
+    b = Location("B", cvv=VectorTime({"A": 1}))
+    connections = conns(("A", "B"))
+    connections[("B", "A")] = Connection(
+        "B", "A", ConnectionState.ACTIVE, filter="key = 'x'", ever_filtered=True
+    )
+    got = recoverability(state, a, connections, {"A": a, "B": b}, None)
+    assert (got.state, got.shortfall) == ("unknown", {})
+
+
+def test_bk3_for_every_active_location_from_its_newest_backup() -> None:
+    state = both_ways(("A", "B"))
+    a = Location("A", cvv=VectorTime({"A": 2}), dvv=VectorTime({"A": 2}))
+    b = Location("B", cvv=VectorTime({"A": 2}))
+    gone = Location("C", state=LocationState.RETIRED)
+    older = manifest("B-1", "B", T0, {})
+    newer = manifest("B-2", "B", T0 + timedelta(days=1), {"A": 2})
+    assert newest([newer, older], "B") == newer
+    every = recoverability_all(
+        state, [a, b, gone], conns(("A", "B")).values(), [older, newer], lambda x: not x.retired
+    )
+    assert {k: (v.state, v.backup) for k, v in every.items()} == {"A": ("yes", None), "B": ("yes", "B-2")}
