@@ -141,7 +141,10 @@ def config_show(ctx: typer.Context) -> None:
         # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
         try:
             choice = choose_spark(s)
-            shown["spark"] = {"value": choice.remote or choice.master, "source": choice.why}
+            shown["spark"] = {
+                "value": mask_url(choice.remote) if choice.remote else choice.master,
+                "source": choice.why,
+            }
         except EnvironmentFailure as exc:
             shown["spark"] = {"value": None, "source": f"{exc} ({exc.hint})"}
         return shown

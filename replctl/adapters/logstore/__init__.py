@@ -105,10 +105,12 @@ class LogStore:
         find every segment missing and call the logs damaged.
         """
         if self._local is not None and not self._local.is_dir():
+            # The same refusal as a store without this catalog's marker (`services.store_identity`).
             raise EnvironmentFailure(
-                f"no log store at {self._local}; run replctl init",
-                code="store-missing",
-                hint="run: replctl init (or check --store / REPLCTL_STORE)",
+                f"store not found: {self.root} does not exist; nothing was read as a log",
+                code="store-not-found",
+                hint="check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this "
+                "catalog",
             )
 
     def _remove_remote(self, relative: str) -> None:
