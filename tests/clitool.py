@@ -110,3 +110,15 @@ class Replctl:
         status = self.json("status")
         history = self.json("topology", "history")["changes"]
         return {"status": status, "history": history}
+
+
+def lose_what_the_neighbour_deleted(rc: Replctl, *, lost_from: int) -> None:
+    """A and B connected both ways; B deleted A's a1..a3 after receiving them, then A loses its log from
+    `lost_from` on: B fails DR4 for A, so recovering A ends incomplete (exit 5) until the loss is accepted."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "B", "--upto", "3")
+    rc("drill", "disaster", "A", "--from", str(lost_from))

@@ -96,10 +96,16 @@ class AppContext:
         return readable(store)
 
     def engine(self) -> Engine:
-        """The data plane: log store plus a (lazily started, process-wide) Spark session."""
+        """The data plane: log store plus a (lazily started, process-wide) Spark session.
+
+        The store is checked against the catalog first (`services.store_identity`): a missing store or another
+        catalog's exits 6 before anything reads it as a log.
+        """
         from replctl.services.engine import Engine
+        from replctl.services.store_identity import check_store
 
         if self._engine is None:
+            check_store(self.catalog(), self.store())
             shown = self.progress if self.progress is not None else (not self.json and sys.stderr.isatty())
             self._engine = Engine(self.store(), self.settings, progress=shown)
         engine: Engine = self._engine

@@ -229,9 +229,10 @@ def replicate(
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
-        # Issue 14: a connection whose filter failed is marked failed, the others ran: incomplete. Issue 19:
-        # so is a pass a concurrent topology change discarded, or one whose locations another operation holds.
-        unfinished = {"failed", "discarded", "skipped"}
+        # Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while
+        # the others ran: incomplete. Issue 19: so is a pass a concurrent topology change discarded, or one
+        # whose locations another operation holds.
+        unfinished = {"failed", "damaged", "discarded", "skipped"}
         code = 5 if any(p["action"] in unfinished for p in out["passes"]) and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})

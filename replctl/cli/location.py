@@ -74,17 +74,20 @@ def show(ctx: typer.Context, name: str) -> None:
     """Show one location: metadata, connections in and out, segments."""
 
     def action(app: AppContext) -> Any:
+        from replctl.services.damage import find_damage
+
         with app.catalog().transaction(readonly=True) as tx:
             loc = get_location(tx, name)
             conns = [c for c in tx.connections() if name in (c.source, c.target)]
             segments = tx.segments(name)
-        return loc, conns, segments
+        damage = None if loc.retired else find_damage(app.engine().store, segments)
+        return loc, conns, segments, damage
 
     def render(app: AppContext, out: Any) -> None:
-        loc, conns, segments = out
+        loc, conns, segments, damage = out
         doc = {
             "ok": True,
-            **location_json(loc),
+            **location_json(loc, damage),
             "connections": [
                 {
                     "source": c.source,

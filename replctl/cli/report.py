@@ -35,7 +35,12 @@ def report(
         from replctl.services import report as report_service
 
         return report_service.write_html(
-            app.catalog(), html, recent=recent, mode=app.settings.file_mode, manifests=app.manifests()
+            app.catalog(),
+            html,
+            app.engine().store,
+            recent=recent,
+            mode=app.settings.file_mode,
+            manifests=app.manifests(),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:

@@ -141,7 +141,10 @@ def config_show(ctx: typer.Context) -> None:
         # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
         try:
             choice = choose_spark(s)
-            shown["spark"] = {"value": choice.remote or choice.master, "source": choice.why}
+            shown["spark"] = {
+                "value": mask_url(choice.remote) if choice.remote else choice.master,
+                "source": choice.why,
+            }
         except EnvironmentFailure as exc:
             shown["spark"] = {"value": None, "source": f"{exc} ({exc.hint})"}
         return shown
@@ -169,7 +172,7 @@ def status(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog(), app.manifests())
+        return status_service.status(app.catalog(), app.engine().store, manifests=app.manifests())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         from replctl.cli.render import render_status
@@ -214,7 +217,10 @@ def _watch(ctx: typer.Context, seconds: float) -> None:
 
                 capture = Console(record=True, width=console.width)
                 with capture.capture():
-                    render_status(capture, status_service.status(app.catalog(), app.manifests()))
+                    render_status(
+                        capture,
+                        status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
+                    )
                 live.update(Group(capture.export_text()), refresh=True)
                 time.sleep(seconds)
     except KeyboardInterrupt:

@@ -107,6 +107,9 @@ class Segment:
     # lack the pruned id but the identities still carry it, so "does V cover every event here" stays
     # `vt_lub ≤ V`. Before any pruning it is the plain LUB of the vts.
     vt_lub: VectorTime = EMPTY
+    # The data files the segment was written with, as (name, size) sorted by name; None for a segment
+    # committed before rows recorded them (checked for presence only, core.damage).
+    files: tuple[tuple[str, int], ...] | None = None
 
 
 class ChangeKind(StrEnum):

@@ -17,6 +17,7 @@ from replctl.core.compaction import merge_runs, orphans
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
+from replctl.services.damage import refuse_unwritable
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -41,6 +42,8 @@ def compact(
             loc = get_location(tx, name)
             clk = clocks(tx.locations())
             segments = tx.segments(name)
+        # DR0: merging a damaged log would turn its missing or altered files into a well-formed segment.
+        refuse_unwritable(engine.store, loc, segments)
         runs = merge_runs(segments, target_size)
         doc: dict[str, Any] = {
             "location": name,
@@ -73,6 +76,7 @@ def compact(
                         stats.count,
                         VectorTime(stats.vt_lub),
                         ctx.id,
+                        files=engine.store.segment_files(out_rel),
                     )
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below

@@ -19,6 +19,7 @@ from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.backups import DeletionGuard, check_deletion
+from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -59,12 +60,14 @@ def delete_in(
         "blocked_by": [],
         "would_delete": None,
     }
+    if retry and find_damage(engine.store, segments):
+        # A retry after replication leaves a damaged log's deletion pending: it decides nothing from a
+        # partial log (DR0) and does not stop the run that retries it.
+        doc.update(pending=True, pending_upto=target_upto, damaged=True)
+        return doc
+    refuse_unwritable(engine.store, loc, segments)
     if logical:
-        if not ctx.dry_run and new_logical != loc.logical_deleted_upto:
-            with ctx.transaction() as tx:
-                current = get_location(tx, name)
-                tx.put_location(replace(current, logical_deleted_upto=new_logical))
-                ctx.step(tx, "logical-delete", {"upto": new_logical})
+        _delete_logically(ctx, loc, new_logical)
         return doc
 
     cut_bound = plan.bound(loc, target_upto)
@@ -112,6 +115,16 @@ def delete_in(
         "deleted_upto": updated.deleted_upto,
         "dvv": updated.dvv.to_dict(),
     }
+
+
+def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) -> None:
+    """DEL1: hide the prefix from local reading at once (`--logical`); nothing else changes."""
+    if ctx.dry_run or new_logical == loc.logical_deleted_upto:
+        return
+    with ctx.transaction() as tx:
+        current = get_location(tx, loc.name)
+        tx.put_location(replace(current, logical_deleted_upto=new_logical))
+        ctx.step(tx, "logical-delete", {"upto": new_logical})
 
 
 def _decide_cut(
@@ -191,7 +204,14 @@ def _apply_cut(
             tx.delete_segments([s.id for s in gone])
             if kept is not None and out_rel is not None:
                 tx.add_segment(
-                    loc.name, out_rel, kept.seq_lo, kept.seq_hi, kept.count, VectorTime(kept.vt_lub), ctx.id
+                    loc.name,
+                    out_rel,
+                    kept.seq_lo,
+                    kept.seq_hi,
+                    kept.count,
+                    VectorTime(kept.vt_lub),
+                    ctx.id,
+                    files=engine.store.segment_files(out_rel),
                 )
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(

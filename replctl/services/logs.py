@@ -18,13 +18,15 @@ from typing import Any
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.adapters.spark.results import SegmentStats
+from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
-from replctl.core.model import LocationState, Role, Segment
+from replctl.core.model import Role, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
+from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -129,12 +131,8 @@ def append(
             loc = get_location(tx, name)
             clk = clocks(tx.locations())
             interrupted = interrupted_append(tx, name, digest, ctx.id)
-        if loc.state is LocationState.RECOVERING:
-            raise LockHeld(
-                f"{name} is recovering; appends wait until recovery ends (DR0)",
-                code="recovering",
-                hint=f"finish it: replctl recover location {name}",
-            )
+            segments = tx.segments(name)
+        refuse_unwritable(engine.store, loc, segments)
         if loc.retired:
             raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
         if loc.role is not Role.READ_WRITE:
@@ -171,7 +169,14 @@ def append(
             current = get_location(tx, name)
             # EM2: CVV-X := CVV-X ⊔ vt(e) for every new event; their LUB is the last one's vt.
             tx.add_segment(
-                name, out_rel, stats.seq_lo, stats.seq_hi, stats.count, VectorTime(stats.vt_lub), ctx.id
+                name,
+                out_rel,
+                stats.seq_lo,
+                stats.seq_hi,
+                stats.count,
+                VectorTime(stats.vt_lub),
+                ctx.id,
+                files=engine.store.segment_files(out_rel),
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
@@ -297,11 +302,10 @@ def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operatio
 
 def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:
     """Refuse to read a log whose catalogued segments are gone from the store (a disaster, DR0), with the way out."""
-    missing = [s for s in segments if engine.store.is_local and not engine.store.exists(s.path)]
-    if missing:
+    damage = find_damage(engine.store, segments)
+    if damage:
         raise EnvironmentFailure(
-            f"{name}'s log is damaged: {len(missing)} catalogued segment(s) from seq {missing[0].seq_lo} on are "
-            "missing from the store",
+            describe(name, damage),
             code="store-damaged",
             hint=f"replctl recover location {name}",
         )

@@ -169,7 +169,10 @@ def finish_recovery(
             current, current.cvv, [x.cvv for x in tx.locations() if x.name != name]
         ).floor
         # DR1: the clock never runs in the past; the next own event gets origin_time > T.
-        ended = replace(current, seq=max(current.seq, floor), state=LocationState.ACTIVE)
+        # DR0: an incomplete recovery (DR5 refusals) leaves the location recovering, so appends, replication
+        # into it, deletions and compaction keep waiting until a later `recover` completes.
+        state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
+        ended = replace(current, seq=max(current.seq, floor), state=state)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
     doc["clock"]["after"] = ended.seq
@@ -238,7 +241,9 @@ def _recover_metadata(
         doc["clock"]["floor"] = clock.floor
         if ctx.dry_run:
             doc["cvv"] = clock.cvv.to_dict()
-            return loc
+            # The location as the run leaves it after DR1: the rounds below are planned from its CVV (DR4),
+            # so the dry run refuses exactly the sources the run refuses (issue 14, case 3).
+            return dr.recovering(loc, clock, last_survivor)
         gone = [*split.lost, *([split.straddle] if split.straddle else [])]
         tx.delete_segments([s.id for s in gone])
         if kept_stats is not None and out_rel is not None:
@@ -250,6 +255,7 @@ def _recover_metadata(
                 kept_stats.count,
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
+                files=engine.store.segment_files(out_rel),
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
@@ -272,7 +278,11 @@ def _recover_metadata(
 
 
 def _event_recovery(
-    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+    ctx: OperationContext,
+    engine: Engine,
+    name: str,
+    accept_loss: bool,
+    doc: dict[str, Any],
 ) -> None:
     """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest."""
     from replctl.filterexpr import or_origin

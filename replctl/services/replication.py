@@ -13,13 +13,14 @@ from typing import Any
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location, Segment
-from replctl.core.replication import PassAction, admission_refuses, admission_to_check, plan_pass
+from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, EnvironmentFailure, LockHeld, UnknownName
 from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
+from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
 from replctl.services.deletion import retry_pending
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
@@ -27,6 +28,10 @@ from replctl.services.operations import OperationContext, location_resource, ope
 from replctl.services.topology import load_state
 
 MAX_ROUNDS = 1000
+
+
+# The action of a pass that waits because its source or target log is damaged (DR0, `services.damage`).
+DAMAGED = "damaged"
 
 
 @dataclass(frozen=True)
@@ -159,15 +164,22 @@ def _run_pass(
     # A failed connection was active, or had just met ADD1, when its filter failed (`_fail`): it is planned as
     # active and stays failed until a pass runs its filter without failing, or the filter is changed.
     was_failed = conn.state is ConnectionState.FAILED and not recovery
-    plan = plan_pass(
-        source,
-        target,
-        replace(conn, state=ConnectionState.ACTIVE) if was_failed else conn,
-        segments,
-        recovery=recovery,
-        admission=bool(admission),
-        target_empty=not recovery and not target_segments and engine.store.is_local,
-    )
+    damaged = _damaged_end(engine, source_name, segments, target_name, None if recovery else target_segments)
+    if damaged is not None:
+        # DR0: a pass neither reads a damaged log (its CVV and progress would rest on a partial read) nor
+        # writes into one (the next recovery would drop what it wrote); it waits for `recover location`.
+        reason = f"waits: {damaged}'s log is damaged (DR0); run: replctl recover location {damaged}"
+        plan = PassPlan(PassAction.WAIT, False, (), conn.progress, reason)
+    else:
+        plan = plan_pass(
+            source,
+            target,
+            replace(conn, state=ConnectionState.ACTIVE) if was_failed else conn,
+            segments,
+            recovery=recovery,
+            admission=bool(admission),
+            target_empty=not recovery and not target_segments and engine.store.is_local,
+        )
     state = ConnectionState.ACTIVE.value if plan.activate else conn.state.value
     base = PassReport(source_name, target_name, state, "", progress=conn.progress)
     if plan.action in (PassAction.WAIT, PassAction.BLOCKED):
@@ -175,7 +187,8 @@ def _run_pass(
             with ctx.transaction() as tx:
                 _compare_and_set(tx, conn)
                 tx.put_connection(replace(conn, reason=plan.reason))
-        return replace(base, action=plan.action.value, progress=conn.progress, reason=plan.reason)
+        action = DAMAGED if damaged is not None else plan.action.value
+        return replace(base, action=action, progress=conn.progress, reason=plan.reason)
     if plan.action in (PassAction.NOTHING_NEW, PassAction.ALL_KNOWN):
         advanced = plan.new_progress != conn.progress
         if not ctx.dry_run and (advanced or plan.activate):
@@ -221,12 +234,28 @@ def _run_pass(
             activate=plan.activate or was_failed,
             target=target,
             out_rel=out_rel,
+            files=engine.store.segment_files(out_rel),
             result=job,
             base=base,
         )
     except ConnectionChanged:
         _discard(engine, [out_rel])
         raise
+
+
+def _damaged_end(
+    engine: Engine,
+    source: str,
+    source_segments: list[Segment],
+    target: str,
+    target_segments: list[Segment] | None,
+) -> str | None:
+    """The end of a pass whose log is damaged (the census, `services.damage`); None when both are whole."""
+    if find_damage(engine.store, source_segments):
+        return source
+    if target_segments is not None and find_damage(engine.store, target_segments):
+        return target
+    return None
 
 
 def _stored_filter_failure(conn: Connection) -> str | None:
@@ -261,6 +290,7 @@ def _commit_run(
     activate: bool,
     target: Location,
     out_rel: str,
+    files: dict[str, int] | None,
     result: PassResult,
     base: PassReport,
 ) -> PassReport:
@@ -274,7 +304,14 @@ def _commit_run(
         if result.segment is not None:
             seg = result.segment
             tx.add_segment(
-                target.name, out_rel, seg.seq_lo, seg.seq_hi, seg.count, VectorTime(seg.vt_lub), ctx.id
+                target.name,
+                out_rel,
+                seg.seq_lo,
+                seg.seq_hi,
+                seg.count,
+                VectorTime(seg.vt_lub),
+                ctx.id,
+                files=files,
             )
             # EM2: merge every written vt into CVV-Y.
             tx.put_location(
@@ -371,7 +408,7 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
     hit("replicate.after-write")
     count = sum(seg.count for seg, _ in copied)
     try:
-        _commit_copy(ctx, conn, plan, copied, count)
+        _commit_copy(ctx, engine, conn, plan=plan, copied=copied, count=count)
     except ConnectionChanged:
         _discard(engine, [out_rel for _, out_rel in copied])
         raise
@@ -387,13 +424,28 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
 
 
 def _commit_copy(
-    ctx: OperationContext, conn: Connection, plan: Any, copied: list[tuple[Segment, str]], count: int
+    ctx: OperationContext,
+    engine: Engine,
+    conn: Connection,
+    *,
+    plan: Any,
+    copied: list[tuple[Segment, str]],
+    count: int,
 ) -> None:
     """Commit a copy: the target's rows, seq and CVV and the progress, over the planned connection row."""
     with ctx.transaction() as tx:
         target = get_location(tx, conn.target)
         for seg, out_rel in copied:
-            tx.add_segment(conn.target, out_rel, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, ctx.id)
+            tx.add_segment(
+                conn.target,
+                out_rel,
+                seg.seq_lo,
+                seg.seq_hi,
+                seg.count,
+                seg.vt_lub,
+                ctx.id,
+                files=engine.store.segment_files(out_rel),
+            )
         tx.put_location(
             replace(target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _ in copied)))
         )
@@ -443,6 +495,11 @@ def replicate_one(
         waiting = {p.location for p in tx.pending_deletions()}
 
     def body(ctx: OperationContext) -> dict[str, Any]:
+        with ctx.transaction() as tx:
+            source_segments, target_loc = tx.segments(source), get_location(tx, target)
+            target_segments = tx.segments(target)
+        refuse_damaged(engine.store, source, source_segments)
+        refuse_unwritable(engine.store, target_loc, target_segments)
         report = run_pass(ctx, engine, source, target)
         deletions = [] if dry_run else retry_pending(ctx, engine, only=waiting)
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
@@ -504,6 +561,8 @@ def replicate_all(
         prefix = location_resource("")
         leased = {r.removeprefix(prefix) for r in ctx.tokens if r.startswith(prefix)}
         deletions = [] if dry_run else retry_pending(ctx, engine, only=leased)
+        if any(r.action == DAMAGED for r in reports):
+            ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return {
             "dry_run": dry_run,
             "passes": [r.to_json() for r in reports if r.action != "nothing-new"],

@@ -14,6 +14,7 @@ from typing import Any
 
 from replctl import __version__
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore import LogStore
 from replctl.core.backups import Manifest
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
@@ -39,12 +40,17 @@ def operation_view(op: Operation) -> dict[str, Any]:
 
 
 def collect(
-    catalog: Catalog, *, recent: int = RECENT_OPERATIONS, manifests: Sequence[Manifest] | None = None
+    catalog: Catalog,
+    store: LogStore | None = None,
+    *,
+    recent: int = RECENT_OPERATIONS,
+    manifests: Sequence[Manifest] | None = None,
 ) -> dict[str, Any]:
-    """The report document: the `status --json` document plus the `recent` latest operations and where from."""
+    """The report document: the `status --json` document (with the census when given the store) plus the
+    `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog, manifests)
+    doc = status_service.status(catalog, store, manifests=manifests)
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
     doc["operations"] = [operation_view(op) for op in operations]
@@ -80,6 +86,7 @@ def check_target(path: Path) -> Path:
 def write_html(
     catalog: Catalog,
     path: Path,
+    store: LogStore | None = None,
     *,
     recent: int = RECENT_OPERATIONS,
     mode: int = 0o600,
@@ -94,7 +101,7 @@ def write_html(
 
     target = check_target(path)
     check_replaceable(target)
-    doc = collect(catalog, recent=recent, manifests=manifests)
+    doc = collect(catalog, store, recent=recent, manifests=manifests)
     try:
         size = write_atomically(target, render_page(doc), mode)
     except PermissionError as exc:

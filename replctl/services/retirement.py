@@ -213,6 +213,7 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
                     stat.count,
                     VectorTime(stat.vt_lub),
                     ctx.id,
+                    files=engine.store.segment_files(rewrite.target),
                 )
         stored = lub(
             [

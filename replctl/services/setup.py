@@ -23,6 +23,16 @@ def _make_store(settings: Settings) -> None:
     LogStore(settings.store).create_root(mode=settings.folder_mode)
 
 
+def _mark_store(settings: Settings) -> dict[str, Any]:
+    """Create and mark the store for this catalog (or check its marker); see `services.store_identity`."""
+    from replctl.adapters.catalog.repository import Catalog
+    from replctl.adapters.logstore import LogStore
+    from replctl.services.store_identity import mark_store
+
+    with Catalog(settings.db) as catalog:
+        return mark_store(catalog, LogStore(settings.store))
+
+
 def _make_sqlite_file(settings: Settings) -> None:
     """Create a SQLite catalog's folder and empty file with the configured modes, before SQLite opens it.
 
@@ -98,6 +108,7 @@ def init(settings: Settings) -> dict[str, Any]:
     check_exists(settings.db)  # a folder where the file should be
     previous, revision = _migrate(settings)
     _make_store(settings)
+    _mark_store(settings)
     _repair(settings)
     return {
         "created": previous is None,
@@ -108,11 +119,14 @@ def init(settings: Settings) -> dict[str, Any]:
 
 
 def upgrade(settings: Settings) -> dict[str, Any]:
-    """`replctl db upgrade` of an existing catalog: migrations, then the repairs of data they cannot do."""
+    """`replctl db upgrade` of an existing catalog: migrations, then the repairs of data they cannot do
+    (`services.repair`), marking the store of a catalog made before store markers first
+    (`services.store_identity`)."""
     from replctl.adapters.catalog.engine import check_exists
 
     check_exists(settings.db)
     previous, revision = _migrate(settings)
+    _mark_store(settings)
     return {"db": _printable_db(settings), "revision": revision, "previous": previous, **_repair(settings)}
 
 

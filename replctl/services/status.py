@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore import LogStore
 from replctl.core.backups import Manifest, recoverability_all
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.topology_rules import validate as validate_state
@@ -27,12 +28,16 @@ def _lag(segments: list[Segment], progress: int) -> int:
     return lag
 
 
-def status(catalog: Catalog, manifests: Sequence[Manifest] | None = None) -> dict[str, Any]:
+def status(
+    catalog: Catalog, store: LogStore | None = None, *, manifests: Sequence[Manifest] | None = None
+) -> dict[str, Any]:
     """The `status --json` document (cli.md) plus ROLE2 warnings, and BK3 for every active location.
 
-    `manifests` are the backup store's backups; None when it could not be read, which makes every answer
-    `unknown` rather than a guess.
+    With the `store`, every live location's log goes through the census (names and sizes, no data read) and
+    a damaged one shows `damaged` (DR0) with the segments concerned. `manifests` are the backup store's
+    backups; None when it could not be read, which makes every answer `unknown` rather than a guess.
     """
+    from replctl.services.damage import find_damage
     from replctl.services.topology import load_state, violation_json
     from replctl.services.views import location_json
 
@@ -47,7 +52,9 @@ def status(catalog: Catalog, manifests: Sequence[Manifest] | None = None) -> dic
     )
     views = []
     for loc in locations:
-        view = location_json(loc)
+        view = location_json(
+            loc, find_damage(store, segments[loc.name]) if store and not loc.retired else None
+        )
         found = recoverable.get(loc.name)
         if found is None:
             view["recoverable"] = None

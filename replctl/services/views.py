@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from replctl.core.model import Location
+from replctl.core.damage import SegmentDamage
+from replctl.core.model import Location, LocationState
 
 
-def location_json(loc: Location) -> dict[str, Any]:
-    """A location as in `status --json`."""
-    return {
+def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> dict[str, Any]:
+    """A location as in `status --json`; with `damage` found by the census, an active one shows `damaged`
+    (DR0) and `damage` lists the segments concerned."""
+    doc: dict[str, Any] = {
         "name": loc.name,
         "role": loc.role.value,
-        "state": loc.state.value,
+        "state": "damaged" if damage and loc.state is LocationState.ACTIVE else loc.state.value,
         "seq": loc.seq,
         "cvv": loc.cvv.to_dict(),
         "dvv": loc.dvv.to_dict(),
@@ -20,3 +22,8 @@ def location_json(loc: Location) -> dict[str, Any]:
         "logical_deleted_upto": loc.logical_deleted_upto,
         "clock_pruned": loc.clock_pruned,
     }
+    if damage:
+        doc["damage"] = [
+            {"path": d.segment.path, "seq_lo": d.segment.seq_lo, "reason": d.reason} for d in damage
+        ]
+    return doc

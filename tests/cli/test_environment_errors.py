@@ -146,9 +146,10 @@ def test_a_mistyped_store_is_not_created_by_a_command_that_reads_or_writes_it(
     for command in (["log", "show", "A"], ["log", "append", "A", "--event", '{"key": "a1"}']):
         doc = rc.json("--store", str(typo), *command, expect=6)
         assert doc["error"] == {
-            "code": "store-missing",
-            "message": f"no log store at {typo}; run replctl init",
-            "hint": "run: replctl init (or check --store / REPLCTL_STORE)",
+            "code": "store-not-found",
+            "message": f"store not found: file://{typo} does not exist; nothing was read as a log",
+            "hint": "check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this "
+            "catalog",
         }
     assert not typo.exists()
     assert rc.json("status")["locations"][0]["seq"] == 0

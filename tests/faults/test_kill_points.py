@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clitool import Replctl
+from clitool import Replctl, lose_what_the_neighbour_deleted
 from killpoints import (
     REPORT,
     Survived,
@@ -39,7 +39,7 @@ from killpoints import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SUITE = "replicate, delete, recover, append"
+SUITE = "replicate, delete, recover (complete and incomplete), append"
 
 
 def build_append(rc: Replctl) -> None:
@@ -84,6 +84,12 @@ def build_recover(rc: Replctl) -> None:
     rc("drill", "disaster", "A", "--from", "2")
 
 
+def build_recover_incomplete(rc: Replctl) -> None:
+    # B deleted A's own events, so B fails DR4 once A lost them: the recovery ends incomplete (exit 5) and
+    # must leave A recovering (DR0) however often it was interrupted on the way.
+    lose_what_the_neighbour_deleted(rc, lost_from=2)
+
+
 @dataclass(frozen=True)
 class Story:
     """One command, the world it runs in, and its exit code when it runs uninterrupted."""
@@ -100,6 +106,7 @@ STORIES = {
     "replicate": Story(build_replicate, ("replicate",)),
     "delete": Story(build_delete, ("delete", "A", "--upto", "1")),
     "recover": Story(build_recover, ("recover", "location", "A")),
+    "recover-incomplete": Story(build_recover_incomplete, ("recover", "location", "A"), exit_code=5),
 }
 
 # (story, failpoint): every step boundary that leaves a different state behind.
@@ -117,6 +124,8 @@ CRASH_POINTS = [
     ("recover", "recover.after-metadata"),  # A recovering, lost files not yet removed
     ("recover", "replicate.after-commit"),  # event recovery from B committed
     ("recover", "recover.before-end"),  # clock floor not yet applied
+    ("recover-incomplete", "recover.before-metadata"),
+    ("recover-incomplete", "recover.before-end"),  # the end that keeps A recovering not yet committed
 ]
 
 # The boundaries at which a child process is really killed: one per command, where the most is left behind.
@@ -127,6 +136,7 @@ KILL_POINTS = [
     ("delete", "operation.after-lease"),  # cheap: no Spark starts before it
     ("delete", "delete.after-commit"),
     ("recover", "recover.after-metadata"),
+    ("recover-incomplete", "recover.after-metadata"),  # A recovering; B's refusal not yet recorded
 ]
 CASES = [(*point, "kill") for point in KILL_POINTS] + [
     (*point, "raise") for point in CRASH_POINTS if point not in KILL_POINTS

@@ -27,7 +27,7 @@ def test_a_partial_loss_is_found_recovered_and_new_events_continue_past_the_seqs
     assert damaged["error"]["hint"] == "replctl recover location A"
     plan = rc.json("recover", "location", "A", "--dry-run")
     assert plan["lost_from"] == 2 and plan["rounds"] == [{"round": 1, "sources": ["B"], "written": None}]
-    assert rc.json("status")["locations"][0]["state"] == "active"  # the dry run changed nothing
+    assert rc.json("status")["locations"][0]["state"] == "damaged"  # the dry run changed nothing (DR0)
     # Appends wait while A recovers (checked inside the run); the run itself:
     doc = rc.json("recover", "location", "A")
     assert doc["lost_from"] == 2

@@ -37,8 +37,14 @@ class SegmentQueries:
         count: int,
         vt_lub: Mapping[str, int],
         operation_id: str | None,
+        *,
+        files: Mapping[str, int] | None = None,
     ) -> Segment:
-        """Commit a written segment file (path relative to the store root) to `location`'s log."""
+        """Commit a written segment file (path relative to the store root) to `location`'s log.
+
+        `files` are its data files as written (name → size, `LogStore.segment_files`), which the census of
+        damage compares with the store later (`core.damage`); None where they cannot be listed.
+        """
         if seq_lo > seq_hi or count < 0:
             raise ValueError(f"bad segment range {seq_lo}..{seq_hi} with {count} events for {path}")
         lub = VectorTime(vt_lub)
@@ -51,6 +57,7 @@ class SegmentQueries:
                 seq_hi=seq_hi,
                 count=count,
                 vt_lub=lub.to_dict(),
+                files=None if files is None else dict(sorted(files.items())),
                 created_at=self._clock(),
                 operation_id=operation_id,
             )
@@ -64,6 +71,7 @@ class SegmentQueries:
             seq_hi=seq_hi,
             count=count,
             vt_lub=lub,
+            files=_files(files),
         )
 
     def delete_segments(self, ids: Iterable[int]) -> int:
@@ -94,4 +102,9 @@ def segment_from_row(row: Row[Any]) -> Segment:
         seq_hi=int(row.seq_hi),
         count=int(row._mapping["count"]),  # `row.count` is the tuple method
         vt_lub=VectorTime.parse(row.vt_lub),
+        files=_files(row.files),
     )
+
+
+def _files(files: Mapping[str, Any] | None) -> tuple[tuple[str, int], ...] | None:
+    return None if files is None else tuple(sorted((str(k), int(v)) for k, v in files.items()))

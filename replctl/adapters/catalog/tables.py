@@ -144,6 +144,8 @@ class SegmentRow(Base):
     seq_hi: Mapped[int] = mapped_column(BigInteger)
     count: Mapped[int] = mapped_column(BigInteger)
     vt_lub: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The data files written, {name: size} (core.damage's census); NULL for rows made before they were recorded.
+    files: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column()
     operation_id: Mapped[str | None] = mapped_column(String(36))
 
@@ -213,7 +215,7 @@ class LeaseRow(Base):
 
 
 class CatalogStateRow(Base):
-    """The catalog's version (one row, id 1): how many committed transactions changed its state.
+    """The catalog's version (one row, id 1): how many committed transactions changed its state, and its identity.
 
     Raised by one at the end of every transaction that wrote to a state table (every table but the journal,
     the leases and this one; see `adapters.catalog.version`), so a plan made at version N (`--plan-out`) can
@@ -224,5 +226,10 @@ class CatalogStateRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The catalog's identity, written into the store's marker by `init` so that a command pointed at another
+    # catalog's store, or at a folder that is no store, is refused instead of reading it as a damaged log.
+    catalog_id: Mapped[str | None] = mapped_column(String(36))
+    # When the store's marker was written (None: no store was marked yet, as in catalogs made before markers).
+    store_created_at: Mapped[datetime | None] = mapped_column()
 
     __table_args__ = (CheckConstraint("id = 1", name="ck_catalog_state_one_row"),)

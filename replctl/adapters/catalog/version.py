@@ -22,6 +22,7 @@ row while holding it (no deadlock); on SQLite every writing transaction holds th
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, Table, event, select
@@ -115,6 +116,25 @@ class VersionQueries:
         if result.rowcount == 0:
             # Without the row no change would ever show, and every plan would look current: refuse instead.
             raise _missing_row()
+
+    def catalog_identity(self) -> tuple[str | None, datetime | None]:
+        """The catalog's id and when its store was marked (None: no store marked yet)."""
+        row = self._conn.execute(
+            select(CATALOG_STATE.c.catalog_id, CATALOG_STATE.c.store_created_at).where(
+                CATALOG_STATE.c.id == 1
+            )
+        ).one_or_none()
+        if row is None:
+            raise _missing_row()
+        return row.catalog_id, row.store_created_at
+
+    def record_store_marked(self, catalog_id: str, created_at: datetime) -> None:
+        """Record that the store was marked with `catalog_id` at `created_at` (not a state change)."""
+        self._conn.execute(
+            CATALOG_STATE.update()
+            .where(CATALOG_STATE.c.id == 1)
+            .values(catalog_id=catalog_id, store_created_at=created_at)
+        )
 
 
 def _missing_row() -> EnvironmentFailure:

@@ -105,20 +105,20 @@ class LogStore:
         find every segment missing and call the logs damaged.
         """
         if self._local is not None and not self._local.is_dir():
+            # The same refusal as a store without this catalog's marker (`services.store_identity`).
             raise EnvironmentFailure(
-                f"no log store at {self._local}; run replctl init",
-                code="store-missing",
-                hint="run: replctl init (or check --store / REPLCTL_STORE)",
+                f"store not found: {self.root} does not exist; nothing was read as a log",
+                code="store-not-found",
+                hint="check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this "
+                "catalog",
             )
 
     def _remove_remote(self, relative: str) -> None:
         import pyarrow.fs as pafs
 
         uri = self.uri(relative)
-        # Hadoop's scheme for S3 is s3a://; pyarrow names the same store s3://.
-        arrow_uri = "s3://" + uri.removeprefix("s3a://") if uri.startswith("s3a://") else uri
         try:
-            fs, path = pafs.FileSystem.from_uri(arrow_uri)
+            fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
             if fs.get_file_info(path).type == pafs.FileType.Directory:
                 fs.delete_dir(path)
             else:
@@ -141,6 +141,26 @@ class LogStore:
         names = sorted(p.name for p in folder.iterdir() if p.is_dir() and _SEGMENT_NAME.match(p.name))
         return [f"{location}/{name}" for name in names]
 
+    def segment_files(self, relative: str) -> dict[str, int] | None:
+        """The data files of a segment as readers see them, name → size (None: the segment is gone, or the
+        store is not local: only local stores are listed, so only they are censused).
+
+        Names starting with `_` or `.` (`_SUCCESS`, checksum files) are not data: Spark skips them too.
+        """
+        if self._local is None:
+            return None
+        folder = self.local_path(relative)
+        try:
+            if not folder.is_dir():
+                return None
+            return {
+                p.name: p.stat().st_size
+                for p in folder.iterdir()
+                if p.is_file() and not p.name.startswith(("_", "."))
+            }
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot list {self.uri(relative)}: {exc}", code="store") from exc
+
     def copy_segment(self, src_rel: str, dst_rel: str) -> None:
         """Copy a segment directory file by file (segments are immutable, so a copy is a valid segment)."""
         self.copy_folder_in(self.local_path(src_rel), dst_rel)
@@ -157,6 +177,11 @@ class LogStore:
             shutil.copytree(src, dst)
         except OSError as exc:
             raise EnvironmentFailure(f"cannot copy {src} to {dst_rel}: {exc}", code="store") from exc
+
+
+def arrow_uri(uri: str) -> str:
+    """A store URI as pyarrow's file systems name it (Hadoop's s3a:// is pyarrow's s3://)."""
+    return "s3://" + uri.removeprefix("s3a://") if uri.startswith("s3a://") else uri
 
 
 def _check_location(location: str) -> None:

@@ -1,0 +1,99 @@
+"""The store marker: a small JSON file at the store root naming the catalog the store belongs to.
+
+`replctl init` writes it; every command that reads or writes the store compares it with the catalog
+(`services.store_identity`). Local stores are read and written through the file system, remote ones
+(`hdfs://`, `s3a://`) through pyarrow's file systems, as `LogStore.remove` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from replctl.adapters.logstore import LogStore, arrow_uri
+from replctl.errors import EnvironmentFailure
+
+MARKER_NAME = "replctl-store.json"
+
+
+@dataclass(frozen=True)
+class StoreMarker:
+    """What a marker says: the owning catalog's id and when the store was marked."""
+
+    catalog_id: str
+    created_at: datetime
+
+
+def marker_uri(store: LogStore) -> str:
+    """Where the marker of `store` lives (for messages)."""
+    return store.uri(MARKER_NAME)
+
+
+def root_exists(store: LogStore) -> bool:
+    """Whether the store's root folder exists (remote roots are taken to exist: their marker decides)."""
+    if not store.is_local:
+        return True
+    return store.local_path(MARKER_NAME).parent.is_dir()
+
+
+def read_marker(store: LogStore) -> StoreMarker | None:
+    """The store's marker, or None when it has none; an unreadable marker is an environment failure."""
+    try:
+        if store.is_local:
+            path = store.local_path(MARKER_NAME)
+            if not path.is_file():
+                return None
+            text: str | None = path.read_text(encoding="utf-8")
+        else:
+            text = _read_remote(store)
+        if text is None:
+            return None
+        doc = json.loads(text)
+        return StoreMarker(str(doc["catalog_id"]), datetime.fromisoformat(str(doc["created_at"])))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise EnvironmentFailure(
+            f"the store marker {marker_uri(store)} cannot be read: {exc}",
+            code="store-marker",
+            hint="check --store; the marker is written by `replctl init`",
+        ) from exc
+
+
+def write_marker(store: LogStore, marker: StoreMarker) -> None:
+    """Write the marker through a temporary file renamed into place, so a reader never sees half of it."""
+    text = json.dumps({"catalog_id": marker.catalog_id, "created_at": marker.created_at.isoformat()}) + "\n"
+    try:
+        if store.is_local:
+            path = store.local_path(MARKER_NAME)
+            fd, tmp = tempfile.mkstemp(prefix=".marker-", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            Path(tmp).replace(path)
+        else:
+            _write_remote(store, text)
+    except OSError as exc:
+        raise EnvironmentFailure(
+            f"cannot write the store marker {marker_uri(store)}: {exc}", code="store"
+        ) from exc
+
+
+def _read_remote(store: LogStore) -> str | None:
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(arrow_uri(marker_uri(store)))
+    if fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    with fs.open_input_stream(path) as stream:
+        data: bytes = stream.read()
+    return data.decode("utf-8")
+
+
+def _write_remote(store: LogStore, text: str) -> None:
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(arrow_uri(marker_uri(store)))
+    with fs.open_output_stream(path) as stream:
+        stream.write(text.encode("utf-8"))

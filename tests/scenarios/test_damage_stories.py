@@ -1,0 +1,87 @@
+"""Damage is a state (DR0): a damaged or recovering location is shown so and takes no write until recovered."""
+
+from __future__ import annotations
+
+import pytest
+from clitool import Replctl, lose_what_the_neighbour_deleted
+
+pytestmark = pytest.mark.spark
+
+
+def _refused(rc: Replctl, code: str, location: str, *args: str) -> None:
+    doc = rc.json(*args, expect=4)
+    assert doc["error"]["code"] == code, args
+    assert doc["error"]["hint"] in (
+        f"replctl recover location {location}",
+        f"finish it: replctl recover location {location}",
+    )
+
+
+def test_a_damaged_location_is_shown_damaged_takes_no_write_and_loses_nothing_when_recovered(
+    rc: Replctl,
+) -> None:
+    # issue 14, case 2: after the drill B looked active, took appends and replication, and the recovery
+    # that followed dropped the appended event.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    rc("drill", "disaster", "B", "--from", "1")
+    b = rc.location("B")
+    assert b["state"] == "damaged"
+    assert [d["reason"] for d in b["damage"]] == ["missing"]
+    assert rc.json("location", "show", "B")["state"] == "damaged"
+    before = rc.snapshot()
+    damaged = rc.json("log", "append", "B", "--event", '{"key": "b1"}', expect=4)
+    assert damaged["error"]["code"] == "damaged"
+    assert damaged["error"]["message"].startswith("B's log is damaged: 1 catalogued segment(s) from seq 1 on")
+    assert damaged["error"]["hint"] == "replctl recover location B"
+    _refused(rc, "damaged", "B", "replicate", "A", "B")
+    _refused(rc, "damaged", "B", "delete", "B", "--upto", "1")
+    _refused(rc, "damaged", "B", "log", "compact", "B")
+    _refused(rc, "damaged", "B", "log", "append", "B", "--event", '{"key": "b1"}', "--dry-run")
+    assert rc.snapshot() == before
+    # A full run waits at the damaged log in both directions and says so (exit 5: the rest ran).
+    run = rc.json("replicate", expect=5)
+    assert [(p["source"], p["target"], p["action"]) for p in run["passes"]] == [
+        ("A", "B", "damaged"),
+        ("B", "A", "damaged"),
+    ]
+    assert run["passes"][0]["reason"] == "waits: B's log is damaged (DR0); run: replctl recover location B"
+    assert rc.keys("A") == ["a1", "a2"]
+    rc("recover", "location", "B")
+    assert rc.location("B")["state"] == "active" and "damage" not in rc.location("B")
+    rc.append("B", "b1")
+    rc("replicate")
+    assert rc.keys("B") == ["a1", "a2", "b1"]
+    assert rc.keys("A") == ["a1", "a2", "b1"]
+
+
+def test_a_rewritten_segment_whose_files_differ_from_its_row_is_damage(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    rc("drill", "disaster", "A", "--from", "2")  # rewrites the one segment in place with a1 only
+    a = rc.location("A")
+    assert a["state"] == "damaged"
+    assert [d["reason"] for d in a["damage"]] == ["files differ"]
+    shown = rc.json("log", "show", "A", expect=6)
+    assert shown["error"]["code"] == "store-damaged"
+    _refused(rc, "damaged", "A", "log", "append", "A", "--event", '{"key": "a3"}')
+
+
+def test_an_incomplete_recovery_leaves_the_location_recovering_with_the_same_refusals(rc: Replctl) -> None:
+    # issue 14, case 2 (second half): after a recovery that exited 5 the location looked active and took appends.
+    lose_what_the_neighbour_deleted(rc, lost_from=1)
+    rc("recover", "location", "A", expect=5)  # B fails DR4: A's own events were deleted at B
+    assert rc.location("A")["state"] == "recovering"
+    _refused(rc, "recovering", "A", "log", "append", "A", "--event", '{"key": "a4"}')
+    _refused(rc, "recovering", "A", "delete", "A", "--upto", "1")
+    _refused(rc, "recovering", "A", "log", "compact", "A")
+    _refused(rc, "recovering", "A", "replicate", "B", "A")
+    rc("recover", "location", "A", expect=5)  # still refused: still recovering
+    assert rc.location("A")["state"] == "recovering"
+    rc("recover", "location", "A", "--accept-loss")
+    assert rc.location("A")["state"] == "active"
+    rc.append("A", "a4")
+    assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [(4, "a4")]
