@@ -19,9 +19,21 @@ HOME = Path(tempfile.gettempdir()) / "replctl-test-spark"
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """The shared local session (small data: two cores, few partitions)."""
-    from replctl.adapters.spark.session import SparkSettings, get_session, stop_session
+def _spark_run() -> Iterator[None]:
+    """Stops the cached session once the run ends."""
+    from replctl.adapters.spark.session import stop_session
 
-    yield get_session(SparkSettings(master=MASTER, home=HOME))
+    yield
     stop_session()
+
+
+@pytest.fixture
+def spark(_spark_run: None) -> Any:
+    """The shared local session (small data: two cores, few partitions).
+
+    Asked of the process-wide cache for each test: a CLI test that ran with other settings (`--spark-conf`)
+    replaced the cached session, and a session held from before would be a stopped one.
+    """
+    from replctl.adapters.spark.session import SparkSettings, get_session
+
+    return get_session(SparkSettings(master=MASTER, home=HOME))

@@ -215,7 +215,7 @@ def test_a_new_report_replaces_the_old_one_whole_and_leaves_no_temporary_file(
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[Replctl]:
+def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replctl]:
     """The topology above with events: C lags behind on A's events, A deleted a prefix, B's deletion waits for C,
     and A→E waits for its start rule. Built once for the module (the Spark passes are the slow part)."""
     rc = Replctl(tmp_path_factory.mktemp("report-story"))
