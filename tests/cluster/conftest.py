@@ -15,7 +15,7 @@ from cluster_scenario import in_process_invoker, run_story
 
 
 @pytest.fixture(scope="session")
-def local_story(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def local_story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """What the story reads back when it runs on the run's `local[2]` session."""
     root: Path = tmp_path_factory.mktemp("local-story")
     return run_story(in_process_invoker(Replctl(root)))

@@ -32,7 +32,7 @@ def catalog_segment_paths(tool: Replctl) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def uri_story(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Replctl, Path, dict[str, Any]]:
+def uri_story(tmp_path_factory: pytest.TempPathFactory) -> tuple[Replctl, Path, dict[str, Any]]:
     """The story run in process with `--store file:///.../first store`; returns the tool, folder and outcome."""
     root = tmp_path_factory.mktemp("uri-story")
     tool = Replctl(root)
