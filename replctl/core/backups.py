@@ -239,15 +239,13 @@ def recoverability(
     backup_id_ = backup.id if backup else None
     if any(s.filter is not None for s in sources):
         return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
-    vector = backup.cvv if backup else EMPTY
-    pending = list(sources)
-    while True:
-        ready = dr.ready_sources(pending, {n: loc.dvv for n, loc in locations.items()}, vector)
-        if not ready:
-            break
-        for source in ready:
-            vector = vector | locations[source.name].cvv
-            pending.remove(source)
+    vector = dr.plan_rounds(
+        sources,
+        {n: loc.dvv for n, loc in locations.items()},
+        {n: loc.cvv for n, loc in locations.items()},
+        backup.cvv if backup else EMPTY,
+        name,
+    ).vector
     if location.cvv <= vector:
         return Recoverability(name, "yes", backup_id_)
     return Recoverability(name, "no", backup_id_, shortfall=_shortfall(location.cvv, vector))

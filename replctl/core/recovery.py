@@ -189,6 +189,42 @@ def ready_sources(pending: list[Source], dvvs: Mapping[str, VectorTime], cvv: Ve
     return [s for s in pending if dvvs[s.name] <= cvv]
 
 
+@dataclass(frozen=True)
+class PlannedRounds:
+    """DR4's rounds on paper: the sources of each round, the vector A reaches, the sources never ready."""
+
+    rounds: tuple[tuple[Source, ...], ...]
+    vector: VectorTime
+    pending: tuple[Source, ...]
+
+
+def plan_rounds(
+    sources: Iterable[Source],
+    dvvs: Mapping[str, VectorTime],
+    cvvs: Mapping[str, VectorTime],
+    start: VectorTime,
+    recovering: str,
+) -> PlannedRounds:
+    """DR4 without reading an event: round after round, the sources whose DVV ≤ the vector, which then grows.
+
+    Recovering from an unfiltered source N brings every event N stores that A lacks, and N deleted nothing A
+    lacks (DVV-N ≤ CVV-A), so A's vector grows by CVV-N. What a filtered terminal source (DR3) brings depends
+    on event contents: only its `origin = A` part is certain, so only CVV-N[A] is counted (a lower bound).
+    `recover --dry-run` plans its rounds with this, and BK3 asks it whether a total loss would lose anything.
+    """
+    vector, pending = start, list(sources)
+    rounds: list[tuple[Source, ...]] = []
+    while ready := ready_sources(pending, dvvs, vector):
+        for source in ready:
+            brought = cvvs[source.name]
+            if source.filter is not None:
+                brought = VectorTime({recovering: brought[recovering]})
+            vector = vector | brought
+            pending.remove(source)
+        rounds.append(tuple(ready))
+    return PlannedRounds(tuple(rounds), vector, tuple(pending))
+
+
 def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) -> Refusal:
     """DR5's report for a source that still fails DR4: the entries A lacks."""
     missing = dvv.missing_from(cvv)

@@ -11,6 +11,7 @@ from replctl.adapters.logstore import LogStore
 from replctl.core.damage import SegmentDamage, census, describe
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import LockHeld
+from replctl.failpoints import hit
 
 
 def find_damage(store: LogStore, segments: list[Segment]) -> list[SegmentDamage]:
@@ -25,6 +26,7 @@ def refuse_damaged(store: LogStore, name: str, segments: list[Segment]) -> None:
     partial read) nor written until it is recovered."""
     damage = find_damage(store, segments)
     if damage:
+        hit("damage.before-refusal")  # a crash here has written nothing; the re-run refuses the same way
         raise LockHeld(
             f"{describe(name, damage)}; it is neither read nor written until it is recovered (DR0)",
             code="damaged",
