@@ -442,10 +442,12 @@ def recover_location(
             console.print(
                 f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
             )
-        console.print(
-            f"{name}: clock {out['clock']['before']} → {out['clock']['after']}, CVV {out['cvv']}",
-            markup=False,
+        clock = out["clock"]
+        # A dry run whose rounds write events cannot know the seqs they take, only the floor T (DR1).
+        after = (
+            clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
         )
+        console.print(f"{name}: clock {clock['before']} → {after}, CVV {out['cvv']}", markup=False)
         if out["refused"] and not out["dry_run"]:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "

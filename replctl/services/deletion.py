@@ -80,7 +80,10 @@ def delete_in(
         check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
+            # Issue 14: the dry run reports the state the run leaves, not the state before it.
             doc["would_delete"] = {"from": loc.deleted_upto + 1, "upto": cut.upto}
+            doc["deleted_upto"] = cut.upto
+            doc["dvv"] = _planned_dvv(engine, loc, segments, cut.upto).to_dict()
         return doc
     try:
         updated = _apply_cut(
@@ -145,6 +148,20 @@ def _decide_cut(
             targets={t.name: (t.progress, t.cvv.to_dict()) for t in unclear},
         )
     return plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
+
+
+def _planned_dvv(engine: Engine, loc: Location, segments: list[Segment], upto: int) -> VectorTime:
+    """DEL2 as the run will compute it for a cut at `upto`: the dropped segments' LUBs from their rows, and the
+    straddling segment's dropped part by one scan of that segment (the run learns it from its rewrite)."""
+    segment_cut = plan.cut_segments(segments, upto)
+    dvv = loc.dvv | lub(s.vt_lub for s in segment_cut.drop)
+    if segment_cut.straddle is not None:
+        from replctl.adapters.spark.deletion import dropped_lub
+
+        dvv = dvv | VectorTime(
+            dropped_lub(engine.spark(), engine.store, segment_cut.straddle.path, upto=upto)
+        )
+    return dvv
 
 
 class TargetsChanged(Exception):

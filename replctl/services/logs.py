@@ -145,7 +145,19 @@ def append(
             return _resume(ctx, name, digest, interrupted)
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
-            return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
+            doc: dict[str, Any] = {
+                "location": name,
+                "dry_run": True,
+                "appended": count,
+                "seq_from": loc.seq + 1,
+            }
+            if count is not None:
+                # EM1/EM2: consecutive seqs from seq_from; CVV-X grows by the last event's vt (issue 14: the
+                # dry run reports what the run will, where the count is known before reading a Parquet file).
+                seq_to = loc.seq + count
+                last_vt = clk.emission_base(loc.cvv) | VectorTime({name: seq_to})
+                doc.update(seq_to=seq_to, cvv=(loc.cvv | last_vt).to_dict())
+            return doc
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
         base = clk.emission_base(loc.cvv).to_dict()

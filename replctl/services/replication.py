@@ -198,11 +198,7 @@ def _run_pass(
         return replace(base, action=action, progress=plan.new_progress)
     failure = None if recovery else _stored_filter_failure(conn)
     if failure is None and ctx.dry_run:
-        return replace(
-            base,
-            action="would-copy" if plan.action is PassAction.COPY else "would-run",
-            progress=conn.progress,
-        )
+        return _planned(base, plan)
     if failure is None and plan.action is PassAction.COPY:
         return _copy(ctx, engine, conn, plan, base)
 
@@ -241,6 +237,25 @@ def _run_pass(
     except ConnectionChanged:
         _discard(engine, [out_rel])
         raise
+
+
+def _planned(base: PassReport, plan: PassPlan) -> PassReport:
+    """A dry run's report of a pass that reads or copies events.
+
+    A copy takes the planned segments whole, so the dry run reports what the run will (issue 14); a pass
+    that reads events learns its counts and progress only by reading them: `would-run`, counts left at 0.
+    """
+    if plan.action is PassAction.COPY:
+        count = sum(seg.count for seg in plan.segments)
+        return replace(
+            base,
+            state=ConnectionState.ACTIVE.value,
+            action="would-copy",
+            examined=count,
+            written=count,
+            progress=plan.new_progress,
+        )
+    return replace(base, action="would-run")
 
 
 def _damaged_end(
@@ -538,6 +553,40 @@ def _leased_pass(ctx: OperationContext, engine: Engine, conn: Connection) -> Pas
     return run_pass(ctx, engine, conn.source, conn.target)
 
 
+# The action a dry run reports for a pass whose decision rests on what an earlier pass of the round writes.
+DEPENDS = "depends"
+
+
+def _round(ctx: OperationContext, engine: Engine, connections: list[Connection]) -> list[PassReport]:
+    """One round of a full `replicate`, in the connections' order.
+
+    A dry run writes nothing, so a pass that reads from, or writes into, a log an earlier pass of the round
+    would write to cannot be decided as the run decides it (its events or its CVV are not there yet): it is
+    reported as `depends`, naming that pass, instead of a guess that the run would contradict (issue 14).
+    """
+    reports: list[PassReport] = []
+    written_by: dict[str, str] = {}  # a log → the earlier pass of this dry round that would write to it
+    for conn in connections:
+        earlier = written_by.get(conn.source) or written_by.get(conn.target)
+        if ctx.dry_run and earlier is not None:
+            reports.append(
+                PassReport(
+                    conn.source,
+                    conn.target,
+                    conn.state.value,
+                    DEPENDS,
+                    progress=conn.progress,
+                    reason=f"decided once {earlier} has run",
+                )
+            )
+            continue
+        report = _leased_pass(ctx, engine, conn)
+        if report.action in ("would-run", "would-copy"):
+            written_by.setdefault(conn.target, f"{conn.source}→{conn.target}")
+        reports.append(report)
+    return reports
+
+
 def replicate_all(
     catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
@@ -551,7 +600,7 @@ def replicate_all(
         for _ in range(MAX_ROUNDS):
             with ctx.transaction() as tx:
                 current = sorted((c for c in tx.connections() if c.current), key=lambda c: c.key)
-            round_reports = [_leased_pass(ctx, engine, c) for c in current if c.key not in failed]
+            round_reports = _round(ctx, engine, [c for c in current if c.key not in failed])
             # A connection whose filter failed, or whose locations another operation holds, waits for a re-run.
             failed |= {(r.source, r.target) for r in round_reports if r.action in ("failed", "skipped")}
             reports.extend(round_reports)

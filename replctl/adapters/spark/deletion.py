@@ -72,3 +72,12 @@ def last_seq_emitted_before(
         old = events if limit is None else events.where(F.col("seq") < F.lit(limit))
         row = old.agg(F.max("seq")).first()
     return None if row is None or row[0] is None else int(row[0])
+
+
+def dropped_lub(spark: SparkSession, store: LogStore, segment_path: str, *, upto: int) -> dict[str, int]:
+    """DEL2 for a dry run: the LUB of `vt ⊔ identity` (RET4) of the events seq ≤ `upto` of one segment, i.e.
+    what the run's rewrite of the straddling segment drops and merges into the DVV."""
+    from replctl.adapters.spark.schema import lub_by_scan
+
+    with spark_failures("the deletion plan"):
+        return lub_by_scan(read_events(spark, store, [segment_path]).where(F.col("seq") <= upto))
