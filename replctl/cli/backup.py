@@ -183,8 +183,13 @@ def prune(
 
         if location is not None:
             backups.check_location(app.catalog(), location)
+        # `app.previewing`: the dry run shown before the confirmation question (cli.confirm) removes nothing.
         return backups.prune(
-            app.backups(), location, keep_last=keep_last, older_than=older_than, dry_run=dry_run
+            app.backups(),
+            location,
+            keep_last=keep_last,
+            older_than=older_than,
+            dry_run=dry_run or app.previewing,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
@@ -192,10 +197,18 @@ def prune(
             emit_json({"ok": True, **out})
             return
         verb = "would remove" if out["dry_run"] else "removed"
+        for backup_id in out["removed"]:
+            stdout().print(f"{verb} backup {backup_id}", markup=False)
         stdout().print(
             f"{verb} {len(out['removed'])} backup(s) and {len(out['files_removed'])} segment file(s); "
             f"{len(out['kept'])} kept",
             markup=False,
         )
 
-    run(ctx, action, render, effect=Effect.UNPLANNED)
+    def question(preview: dict[str, Any]) -> str | None:
+        # Issue 14: a removed backup is gone for good; nothing to remove, or a dry run, asks nothing.
+        if dry_run or not preview["removed"]:
+            return None
+        return f"remove {len(preview['removed'])} backup(s) for good?"
+
+    run(ctx, action, render, effect=Effect.UNPLANNED, question=question)
