@@ -107,7 +107,8 @@ def show(ctx: typer.Context, name: str) -> None:
             return
         console = stdout()
         console.print(
-            f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={loc.cvv} "
+            # The state as the census sees it (DR0): a damaged location is not shown `active`.
+            f"{loc.name} ({loc.role.value}, {doc['state']}) seq={loc.seq} cvv={loc.cvv} "
             f"dvv={loc.dvv} deleted_upto={loc.deleted_upto} "
             f"logical_deleted_upto={loc.logical_deleted_upto}",
             markup=False,
@@ -121,6 +122,10 @@ def show(ctx: typer.Context, name: str) -> None:
         console.print(
             f"  {len(segments)} segment(s), {sum(s.count for s in segments)} stored event(s)", markup=False
         )
+        for d in doc.get("damage", []):
+            console.print(f"  damaged: {d['path']} from seq {d['seq_lo']}: {d['reason']}", markup=False)
+        if doc.get("damage"):
+            console.print(f"hint: replctl recover location {loc.name}", markup=False)
 
     run(ctx, action, render)
 
