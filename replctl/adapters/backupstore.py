@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from replctl.adapters.logstore import LogStore
 from replctl.core.backups import Manifest
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import digest, write_atomically
@@ -90,6 +91,11 @@ class BackupStore:
             raise EnvironmentFailure(
                 f"cannot read the backup copy of {path}: {exc}", code="backup-store"
             ) from exc
+
+    def segment_store(self) -> LogStore:
+        """The segment copies seen as a log store (same relative paths), for `backup verify` to read the
+        backup's events with the code that reads live logs, without touching the live log."""
+        return LogStore(self.root / "segments")
 
     def segment_folder(self, path: str) -> Path:
         """The folder of a held segment copy."""

@@ -22,6 +22,8 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.engine import Engine
+from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.topology import load_state
@@ -86,7 +88,8 @@ def _backup(
             size, sha = backups.put_segment(store.local_path(seg.path), seg.path)
         held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
         hit("backup.after-copy")
-    now = datetime.now(UTC).replace(microsecond=0)
+    # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
+    now = datetime.now(UTC)
     manifest = bk.Manifest(
         id=bk.backup_id(name, now, uuid.uuid4().hex[:6]),
         location=name,
@@ -102,6 +105,7 @@ def _backup(
         who=_who(),
         reason=reason,
         segments_reused=reused,
+        baseline=loc.baseline,
     )
     backups.put_manifest(manifest)
     with ctx.transaction() as tx:
@@ -177,14 +181,53 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
-    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest."""
+def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, Any]:
+    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
+    the invariants of rules.md §9 on the backup's own events against its manifest.
+
+    `engine.store` is the backup store's view of its segment copies (`BackupStore.segment_store`): the events
+    are read from the backup only, never from the live log. The checks are `log verify`'s
+    (`services.logs.log_invariants`): I1, I2, I3, I4, I7 and each segment against its manifest entry. I5 and
+    I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
+    their digests is not read further: its events are not the ones the manifest describes.
+    """
     chosen = [find(backups, r) for r in refs] if refs else backups.manifests()
     results = []
     for m in chosen:
         problems = damage(backups, m)
-        results.append({"id": m.id, "location": m.location, "ok": not problems, "problems": problems})
+        violations = [] if problems else _invariants(engine, m)
+        for v in violations:
+            at = f" at seq {v['seq']}" if v["seq"] is not None else ""
+            problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
+        results.append(
+            {
+                "id": m.id,
+                "location": m.location,
+                "ok": not problems,
+                "problems": problems,
+                "violations": violations,
+            }
+        )
     return {"backups": results}
+
+
+def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
+    segments = [
+        Segment(0, manifest.location, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub)
+        for s in manifest.segments
+    ]
+    # A manifest written before baselines were recorded: any CVV entry may be one, so I3 can only ask that
+    # the stored events and the DVV stay within the CVV (expected = LUB ⊔ DVV ⊔ CVV = CVV).
+    baseline = manifest.cvv if manifest.baseline is None else manifest.baseline
+    return log_invariants(
+        engine,
+        segments,
+        seq=manifest.seq,
+        cvv=manifest.cvv,
+        dvv=manifest.dvv,
+        baseline=baseline,
+        described_by="the manifest",
+    )
 
 
 def prune(
