@@ -54,19 +54,29 @@ class BackupStore:
         return self._segment(path).is_dir()
 
     def put_segment(self, source: Path, path: str) -> tuple[int, str]:
-        """Copy the segment folder `source` in as `path`; returns (bytes, digest) of the copy, computed while
-        copying so that every byte is read once. The folder appears only when whole (rename)."""
+        """Copy the data files of the segment folder `source` in as `path`; returns (bytes, digest) of the
+        copy, computed while copying so that every byte is read once. The folder appears only when whole
+        (rename).
+
+        Only data files are copied: `_SUCCESS` markers and Hadoop's `.crc` side files are not data (readers
+        skip them, `LogStore.segment_files`), and the manifest's digest covers every byte the backup holds.
+        They made three of the four files of a Spark-written segment, and creating files is what a copy of
+        small segments spends its time on.
+        """
         target = self._segment(path)
         temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             temporary.mkdir(parents=True)
             whole = hashlib.sha256()
             size = 0
-            # The same digest as `localfiles.digest` of a folder: relative path and content of each file, sorted.
+            # The same digest as `localfiles.digest` of the copy: relative path and content of each file, sorted.
             for file in sorted(p for p in source.rglob("*") if p.is_file()):
                 relative = file.relative_to(source)
+                if any(part.startswith(("_", ".")) for part in relative.parts):
+                    continue
                 out = temporary / relative
-                out.parent.mkdir(parents=True, exist_ok=True)
+                if len(relative.parts) > 1:
+                    out.parent.mkdir(parents=True, exist_ok=True)
                 sha = hashlib.sha256()
                 with file.open("rb") as src, out.open("xb") as dst:
                     while chunk := src.read(_CHUNK):
@@ -152,10 +162,22 @@ class BackupStore:
                 f"the manifest of backup {backup_id} is damaged: {exc}", code="backup-damaged"
             ) from exc
 
-    def manifests(self) -> list[Manifest]:
-        """Every complete backup (one with a manifest), oldest first."""
+    def manifests(self, location: str | None = None) -> list[Manifest]:
+        """Every complete backup (one with a manifest), oldest first; only `location`'s when given.
+
+        A backup id starts with its location (`core.backups.backup_id`), so the other locations' manifests
+        are not even read: a backup's cost does not grow with the backups of other locations.
+        """
         folder = self.root / "manifests"
         if not folder.is_dir():
             return []
-        found = [self.manifest(p.stem) for p in folder.iterdir() if p.suffix == ".json" and _ID.match(p.stem)]
-        return sorted((m for m in found if m is not None), key=lambda m: (m.created_at, m.id))
+        prefix = "" if location is None else f"{location}-"
+        found = [
+            self.manifest(p.stem)
+            for p in folder.iterdir()
+            if p.suffix == ".json" and p.name.startswith(prefix) and _ID.match(p.stem)
+        ]
+        return sorted(
+            (m for m in found if m is not None and location in (None, m.location)),
+            key=lambda m: (m.created_at, m.id),
+        )
