@@ -84,7 +84,7 @@ def _backup(
     fresh = [s for s in segments if s.path not in known and not backups.has_segment(s.path)]
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
         # Copying and digesting release the GIL: segments are copied side by side, one per core.
-        copies = pool.map(lambda s: backups.put_segment(store.local_path(s.path), s.path), fresh)
+        copies = pool.map(lambda s: backups.put_segment(store, s.path), fresh)
         copying = {s.path for s in fresh}  # `copies` yields in this (segment) order
         held: list[bk.BackupSegment] = []
         reused = 0
@@ -125,11 +125,10 @@ def _backup(
 
 
 def _held(backups: BackupStore, path: str) -> tuple[int, str]:
-    folder = backups.segment_folder(path)
     sha = backups.segment_digest(path)
     if sha is None:
         raise EnvironmentFailure(f"the backup copy of {path} vanished", code="backup-store")
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()), sha
+    return backups.segment_bytes(path), sha
 
 
 def _who() -> str:

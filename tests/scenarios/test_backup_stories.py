@@ -263,3 +263,26 @@ def test_backup_verify_refuses_a_backup_whose_events_break_i7_although_its_diges
     }
     text = rc("backup", "verify", expect=6).stdout
     assert text == f"{made['id']}: DAMAGED: {i7}; {seg}\n"
+
+
+def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: Replctl) -> None:
+    # BK1/BK2 with the backup store named as a `file://` URI (percent-encoded, as `Path.as_uri()` writes it).
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    root = rc.root / "backup store"
+    rc.env["REPLCTL_BACKUP_STORE"] = root.as_uri()
+    made = rc.json("backup", "create", "B")["backups"][0]
+    assert (made["events"], made["segments_reused"]) == (2, 0)
+    assert (root / "manifests" / f"{made['id']}.json").is_file()
+    assert [b["id"] for b in rc.json("backup", "list", "B")["backups"]] == [made["id"]]
+    assert rc.json("backup", "verify", made["id"])["backups"][0]["ok"]
+    # `--to` takes the same URI; a second store starts its own chain of copies.
+    other = rc.root / "second store"
+    again = rc.json("backup", "create", "B", "--to", other.as_uri())["backups"][0]
+    assert (again["events"], again["segments_reused"]) == (2, 0) and (other / "manifests").is_dir()
+    rc("drill", "disaster", "B", "--from", "1")
+    doc = rc.json("recover", "location", "B", "--from-backup", made["id"])
+    assert (doc["backup"], doc["refused"]) == (made["id"], [])
+    assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert rc.json("log", "verify")["ok"]
