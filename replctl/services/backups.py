@@ -82,9 +82,14 @@ def _backup(
     # (incremental). A segment path starts with its location, so no other location's manifest can list it.
     known = {s.path: s for m in backups.manifests(name) for s in m.segments}
     fresh = [s for s in segments if s.path not in known and not backups.has_segment(s.path)]
+
+    def copy(segment: Segment) -> tuple[int, str]:
+        return backups.put_segment(store, segment.path)
+
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
-        # Copying and digesting release the GIL: segments are copied side by side, one per core.
-        copies = pool.map(lambda s: backups.put_segment(store, s.path), fresh)
+        # Copying and digesting release the GIL: segments are copied side by side, one per core. An
+        # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
+        copies = pool.map(copy, fresh) if len(fresh) > 1 else map(copy, fresh)
         copying = {s.path for s in fresh}  # `copies` yields in this (segment) order
         held: list[bk.BackupSegment] = []
         reused = 0
