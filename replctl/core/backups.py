@@ -76,6 +76,9 @@ class Manifest:
     who: str
     reason: str | None = None
     segments_reused: int = 0
+    # Vectors merged into A's CVV without events (ADD3, --accept-loss): part of I3, so `backup verify` can
+    # check the CVV against the stored events. None in a manifest written before it was recorded.
+    baseline: VectorTime | None = None
 
     @property
     def events(self) -> int:
@@ -129,6 +132,7 @@ class Manifest:
             "created_at": self.created_at,
             "who": self.who,
             "reason": self.reason,
+            **({} if self.baseline is None else {"baseline": self.baseline.to_dict()}),
         }
 
     @classmethod
@@ -155,6 +159,7 @@ class Manifest:
             who=str(doc["who"]),
             reason=None if doc.get("reason") is None else str(doc["reason"]),
             segments_reused=int(doc.get("segments_reused", 0)),
+            baseline=vector(doc["baseline"]) if doc.get("baseline") is not None else None,
         )
 
 

@@ -8,7 +8,9 @@ is not copied again (`segments_reused`). Each location's backup is one journalle
 from __future__ import annotations
 
 import getpass
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,9 +24,14 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.engine import Engine
+from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.topology import load_state
+
+# Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
+_COPIERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def create(
@@ -71,22 +78,34 @@ def _backup(
         version = tx.catalog_version()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
-    # What earlier manifests say of a segment stands for it: the copy is not read again (incremental).
-    known = {s.path: s for m in backups.manifests() for s in m.segments}
-    held: list[bk.BackupSegment] = []
-    reused = 0
-    for seg in segments:
-        if seg.path in known:
-            reused += 1
-            size, sha = known[seg.path].bytes, known[seg.path].digest
-        elif backups.has_segment(seg.path):
-            # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
-            size, sha = _held(backups, seg.path)
-        else:
-            size, sha = backups.put_segment(store.local_path(seg.path), seg.path)
-        held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
-        hit("backup.after-copy")
-    now = datetime.now(UTC).replace(microsecond=0)
+    # What earlier manifests of this location say of a segment stands for it: the copy is not read again
+    # (incremental). A segment path starts with its location, so no other location's manifest can list it.
+    known = {s.path: s for m in backups.manifests(name) for s in m.segments}
+    fresh = [s for s in segments if s.path not in known and not backups.has_segment(s.path)]
+
+    def copy(segment: Segment) -> tuple[int, str]:
+        return backups.put_segment(store, segment.path)
+
+    with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
+        # Copying and digesting release the GIL: segments are copied side by side, one per core. An
+        # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
+        copies = pool.map(copy, fresh) if len(fresh) > 1 else map(copy, fresh)
+        copying = {s.path for s in fresh}  # `copies` yields in this (segment) order
+        held: list[bk.BackupSegment] = []
+        reused = 0
+        for seg in segments:
+            if seg.path in known:
+                reused += 1
+                size, sha = known[seg.path].bytes, known[seg.path].digest
+            elif seg.path in copying:
+                size, sha = next(copies)
+            else:
+                # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
+                size, sha = _held(backups, seg.path)
+            held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
+            hit("backup.after-copy")
+    # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
+    now = datetime.now(UTC)
     manifest = bk.Manifest(
         id=bk.backup_id(name, now, uuid.uuid4().hex[:6]),
         location=name,
@@ -102,6 +121,7 @@ def _backup(
         who=_who(),
         reason=reason,
         segments_reused=reused,
+        baseline=loc.baseline,
     )
     backups.put_manifest(manifest)
     with ctx.transaction() as tx:
@@ -110,11 +130,10 @@ def _backup(
 
 
 def _held(backups: BackupStore, path: str) -> tuple[int, str]:
-    folder = backups.segment_folder(path)
     sha = backups.segment_digest(path)
     if sha is None:
         raise EnvironmentFailure(f"the backup copy of {path} vanished", code="backup-store")
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()), sha
+    return backups.segment_bytes(path), sha
 
 
 def _who() -> str:
@@ -177,14 +196,53 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
-    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest."""
+def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, Any]:
+    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
+    the invariants of rules.md §9 on the backup's own events against its manifest.
+
+    `engine.store` is the backup store's view of its segment copies (`BackupStore.segment_store`): the events
+    are read from the backup only, never from the live log. The checks are `log verify`'s
+    (`services.logs.log_invariants`): I1, I2, I3, I4, I7 and each segment against its manifest entry. I5 and
+    I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
+    their digests is not read further: its events are not the ones the manifest describes.
+    """
     chosen = [find(backups, r) for r in refs] if refs else backups.manifests()
     results = []
     for m in chosen:
         problems = damage(backups, m)
-        results.append({"id": m.id, "location": m.location, "ok": not problems, "problems": problems})
+        violations = [] if problems else _invariants(engine, m)
+        for v in violations:
+            at = f" at seq {v['seq']}" if v["seq"] is not None else ""
+            problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
+        results.append(
+            {
+                "id": m.id,
+                "location": m.location,
+                "ok": not problems,
+                "problems": problems,
+                "violations": violations,
+            }
+        )
     return {"backups": results}
+
+
+def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
+    segments = [
+        Segment(0, manifest.location, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub)
+        for s in manifest.segments
+    ]
+    # A manifest written before baselines were recorded: any CVV entry may be one, so I3 can only ask that
+    # the stored events and the DVV stay within the CVV (expected = LUB ⊔ DVV ⊔ CVV = CVV).
+    baseline = manifest.cvv if manifest.baseline is None else manifest.baseline
+    return log_invariants(
+        engine,
+        segments,
+        seq=manifest.seq,
+        cvv=manifest.cvv,
+        dvv=manifest.dvv,
+        baseline=baseline,
+        described_by="the manifest",
+    )
 
 
 def prune(

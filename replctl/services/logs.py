@@ -376,8 +376,6 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
     for n in wanted:
         loc = every[n]
         found: list[dict[str, Any]] = []
-        if not loc.dvv <= loc.cvv:  # I4
-            found.append({"invariant": "I4", "seq": None, "message": f"DVV {loc.dvv} ≰ CVV {loc.cvv}"})
         for c in connections:  # I5: progress(Y,X) ≤ X.seq
             if c.source == n and c.progress > loc.seq:
                 found.append(
@@ -387,31 +385,56 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
                         "message": f"progress({c.target},{n}) = {c.progress} > {n}.seq = {loc.seq}",
                     }
                 )
-        if segments[n]:
-            from replctl.adapters.spark import verify as spark_verify
-
-            for v in spark_verify.verify_log(
-                engine.spark(),
-                engine.store,
-                [s.path for s in segments[n]],
-                seq=loc.seq,
-                cvv=loc.cvv.to_dict(),
-                dvv=loc.dvv.to_dict(),
-                baseline=loc.baseline.to_dict(),
-                segments_meta=segments[n],
-            ):
-                found.append({"invariant": v.code, "seq": v.seq, "message": v.message})
-        elif loc.cvv != (loc.dvv | loc.baseline):  # I3 for an empty log
-            found.append(
-                {
-                    "invariant": "I3",
-                    "seq": None,
-                    "message": f"CVV {loc.cvv} ≠ LUB of stored and deleted vts {loc.dvv | loc.baseline}",
-                }
-            )
+        found = (
+            log_invariants(engine, segments[n], seq=loc.seq, cvv=loc.cvv, dvv=loc.dvv, baseline=loc.baseline)
+            + found
+        )
         report.append({"location": n, "ok": not found, "violations": found})
     i6 = [v for v in validate_state(state) if not v.warning]
     return {
         "logs": report,
         "topology": [{"invariant": "I6", "code": v.code, "message": v.message} for v in i6],
     }
+
+
+def log_invariants(
+    engine: Engine,
+    segments: list[Segment],
+    *,
+    seq: int,
+    cvv: VectorTime,
+    dvv: VectorTime,
+    baseline: VectorTime,
+    described_by: str = "the catalog",
+) -> list[dict[str, Any]]:
+    """I1–I4 and I7 of one log: `segments` (in seq order, read from `engine.store`) against the metadata
+    they should agree with (`described_by` names it in messages). `log verify` passes a live log and its
+    catalog row; `backup verify` a backup's copies and its manifest (services.backups). Spark starts only
+    when there are events to read."""
+    found: list[dict[str, Any]] = []
+    if not dvv <= cvv:  # I4
+        found.append({"invariant": "I4", "seq": None, "message": f"DVV {dvv} ≰ CVV {cvv}"})
+    if segments:
+        from replctl.adapters.spark import verify as spark_verify
+
+        for v in spark_verify.verify_log(
+            engine.spark(),
+            engine.store,
+            [s.path for s in segments],
+            seq=seq,
+            cvv=cvv.to_dict(),
+            dvv=dvv.to_dict(),
+            baseline=baseline.to_dict(),
+            segments_meta=segments,
+            described_by=described_by,
+        ):
+            found.append({"invariant": v.code, "seq": v.seq, "message": v.message})
+    elif cvv != (dvv | baseline):  # I3 for an empty log
+        found.append(
+            {
+                "invariant": "I3",
+                "seq": None,
+                "message": f"CVV {cvv} ≠ LUB of stored and deleted vts {dvv | baseline}",
+            }
+        )
+    return found

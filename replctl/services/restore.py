@@ -128,5 +128,5 @@ def _restore(
 
 def _copy_in(engine: Engine, backups: BackupStore, name: str, path: str, seq_lo: int) -> str:
     rel = engine.store.new_segment_path(name, seq_lo)
-    engine.store.copy_folder_in(backups.segment_folder(path), rel)
+    backups.copy_segment_to(path, engine.store, rel)
     return rel

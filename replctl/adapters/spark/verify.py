@@ -41,12 +41,13 @@ def verify_log(
     dvv: Mapping[str, int],
     baseline: Mapping[str, int],
     segments_meta: Sequence[Segment] | None = None,
+    described_by: str = "the catalog",
 ) -> list[InvariantViolation]:
     """Check one location's stored log against its catalog state; an empty list means it is consistent.
 
     `segment_paths` are the log's segments in catalog (seq) order; `seq` is the last seq the catalog assigned;
     `segments_meta` (optional) are the catalog's segment rows, whose seq range, count and vt LUB are compared
-    with the data.
+    with the data. `described_by` names where those rows come from in messages (a backup's manifest).
     """
     violations: list[InvariantViolation] = []
     present = list(segment_paths)
@@ -67,7 +68,7 @@ def verify_log(
             events, keys=sorted(set(cvv) | set(dvv) | set(baseline)), cvv=cvv, seq=seq
         )
         stored_lub = _stored_lub(events, per_segment)
-        violations += _check_segments(present, per_segment, segments_meta, seq)
+        violations += _check_segments(present, per_segment, segments_meta, seq, described_by)
         violations += _check_cvv(
             cvv, expected.merge(stored_lub), first_beyond=_first(per_segment, "beyond_cvv")
         )
@@ -145,6 +146,7 @@ def _check_segments(
     per_segment: Mapping[str, Mapping[str, Any]],
     meta: Sequence[Segment] | None,
     seq: int,
+    described_by: str,
 ) -> list[InvariantViolation]:
     """I7 across segments (ranges disjoint and increasing in catalog order, none beyond the location's seq)
     and each segment against its catalog row."""
@@ -158,7 +160,9 @@ def _check_segments(
             if row is not None and row.count:
                 out.append(
                     InvariantViolation(
-                        "SEG", f"segment {path} holds no events, the catalog says {row.count}", seq=row.seq_lo
+                        "SEG",
+                        f"segment {path} holds no events, {described_by} says {row.count}",
+                        seq=row.seq_lo,
                     )
                 )
             continue
@@ -174,7 +178,7 @@ def _check_segments(
             out.append(
                 InvariantViolation(
                     "SEG",
-                    f"segment {path} holds seq {lo}..{hi} ({count} events); the catalog says "
+                    f"segment {path} holds seq {lo}..{hi} ({count} events); {described_by} says "
                     f"{row.seq_lo}..{row.seq_hi} ({row.count} events)",
                     seq=min(lo, row.seq_lo),
                 )
@@ -187,7 +191,7 @@ def _check_segments(
             out.append(
                 InvariantViolation(
                     "SEG",
-                    f"segment {path}: the LUB of its vts is {VectorTime(summary['lub'])}, the catalog says "
+                    f"segment {path}: the LUB of its vts is {VectorTime(summary['lub'])}, {described_by} says "
                     f"{VectorTime(row.vt_lub)}",
                     seq=lo,
                 )
