@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from replctl.core.backups import Manifest
+from replctl.core.backups import Manifest, age_order
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import digest, write_atomically
 
@@ -152,4 +152,4 @@ class BackupStore:
         if not folder.is_dir():
             return []
         found = [self.manifest(p.stem) for p in folder.iterdir() if p.suffix == ".json" and _ID.match(p.stem)]
-        return sorted((m for m in found if m is not None), key=lambda m: (m.created_at, m.id))
+        return sorted((m for m in found if m is not None), key=age_order)
