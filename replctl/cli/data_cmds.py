@@ -285,6 +285,11 @@ def replicate(
 def _planned_retry(d: dict[str, Any]) -> str:
     """A dry run's line for a pending deletion the run retries after its passes (DEL4)."""
     text = f"pending deletion at {d['location']}: "
+    if d.get("damaged"):
+        return (
+            text
+            + f"would still wait: its log is damaged (DR0); run: replctl recover location {d['location']}"
+        )
     if not d["decided"]:
         return text + (
             f"decided once the run has written to {', '.join(d['depends_on'])}; it would physically "
