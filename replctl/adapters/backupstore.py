@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
-from replctl.core.backups import Manifest
+from replctl.core.backups import Manifest, age_order
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import digest, write_atomically
 
@@ -243,7 +243,7 @@ class BackupStore:
         ]
         return sorted(
             (m for m in found if m is not None and location in (None, m.location)),
-            key=lambda m: (m.created_at, m.id),
+            key=age_order,
         )
 
     # --- the file operations, local or through pyarrow ----------------------------------------------------

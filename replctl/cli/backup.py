@@ -41,6 +41,9 @@ def create(
     to: Annotated[
         str | None, typer.Option("--to", metavar="URI", help="Backup store (default: backup_store).")
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show which segments would be copied or reused; copy nothing.")
+    ] = False,
 ) -> None:
     """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
 
@@ -49,20 +52,30 @@ def create(
         from replctl.services import backups
 
         target = BackupStore(to) if to else app.backups()
-        return backups.create(app.catalog(), app.store(), target, list(locations or []), reason=app.reason)
+        return backups.create(
+            app.catalog(),
+            app.store(),
+            target,
+            list(locations or []),
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
             emit_json({"ok": True, **out})
             return
         for b in out["backups"]:
+            head = (
+                f"would back up {b['location']}" if out["dry_run"] else f"backup {b['id']}: {b['location']}"
+            )
             stdout().print(
-                f"backup {b['id']}: {b['location']} at seq {b['seq']}, {b['events']} event(s) in "
-                f"{b['segments']} segment(s), {b['segments_reused']} reused",
+                f"{head} at seq {b['seq']}, {b['events']} event(s) in {b['segments']} segment(s), "
+                f"{b['segments_reused']} reused, {len(b['copied'])} copied ({b['bytes_copied']} bytes)",
                 markup=False,
             )
 
-    run(ctx, action, render, effect=Effect.UNPLANNED)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @app.command("list")

@@ -262,7 +262,9 @@ def replicate(
             )
         stdout().print(table)
         for d in out["deletions"]:
-            if d["pending"]:
+            if out["dry_run"]:
+                stdout().print(_planned_retry(d), markup=False)
+            elif d["pending"]:
                 held = ", ".join(b["target"] for b in d["blocked_by"])
                 stdout().print(
                     f"pending deletion at {d['location']} still waits for {held}; physically deleted "
@@ -278,6 +280,29 @@ def replicate(
         return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
+
+
+def _planned_retry(d: dict[str, Any]) -> str:
+    """A dry run's line for a pending deletion the run retries after its passes (DEL4)."""
+    text = f"pending deletion at {d['location']}: "
+    if d.get("damaged"):
+        return (
+            text
+            + f"would still wait: its log is damaged (DR0); run: replctl recover location {d['location']}"
+        )
+    if not d["decided"]:
+        return text + (
+            f"decided once the run has written to {', '.join(d['depends_on'])}; it would physically "
+            f"delete at least up to {d['deleted_upto']} of {d['requested_upto']}"
+        )
+    satisfied = "".join(f"; {s['target']} is satisfied by {s['pass']}" for s in d["satisfied_by"])
+    if d["pending"]:
+        held = ", ".join(b["target"] for b in d["blocked_by"])
+        return text + (
+            f"would still wait for {held}; would physically delete up to {d['deleted_upto']} of "
+            f"{d['requested_upto']}{satisfied}"
+        )
+    return text + f"would complete: physically deleted up to {d['deleted_upto']}{satisfied}"
 
 
 def delete(

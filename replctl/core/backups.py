@@ -168,10 +168,20 @@ def backup_id(location: str, created_at: datetime, suffix: str) -> str:
     return f"{location}-{created_at.strftime('%Y%m%dT%H%M%SZ')}-{suffix}"
 
 
+def age_order(manifest: Manifest) -> tuple[str, int, str]:
+    """Backups from oldest to newest: by creation time, then by the catalog version they were taken at.
+
+    The time has whole seconds and the id a random suffix: two backups of one location taken within one
+    second are told apart by the catalog version (a later one has seen every change the earlier one saw),
+    never by the suffix, which would make `latest` and `--keep-last` pick either of them.
+    """
+    return (manifest.created_at, manifest.catalog_version, manifest.id)
+
+
 def newest(manifests: Iterable[Manifest], location: str) -> Manifest | None:
-    """The newest backup of `location` (by creation time, then id), or None."""
+    """The newest backup of `location` (`age_order`), or None."""
     mine = [m for m in manifests if m.location == location]
-    return max(mine, key=lambda m: (m.created_at, m.id)) if mine else None
+    return max(mine, key=age_order) if mine else None
 
 
 @dataclass(frozen=True)
@@ -193,7 +203,7 @@ def prune(
 ) -> PruneDecision:
     """Choose the backups to remove (per location: beyond the newest `keep_last`, or created before
     `now - older_than`) and the segment files only they name: a file a kept backup lists is never removed."""
-    every = sorted(manifests, key=lambda m: (m.location, m.created_at, m.id))
+    every = sorted(manifests, key=lambda m: (m.location, *age_order(m)))
     removed: list[Manifest] = []
     for loc in sorted({m.location for m in every}):
         if location is not None and loc != location:

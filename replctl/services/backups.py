@@ -11,7 +11,7 @@ import getpass
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,21 +41,23 @@ def create(
     names: list[str],
     *,
     reason: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """`backup create [LOC...]`: one backup per location (default: every active one), incremental (BK1)."""
+    """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
+    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing."""
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
         # A recovering location's log is not yet what it will be: the default leaves it out (BK1: active ones).
         chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
-    made = [_one(catalog, store, backups, name, reason) for name in dict.fromkeys(chosen)]
-    return {"backups": [m.summary() for m in made]}
+    made = [_one(catalog, store, backups, name, reason, dry_run=dry_run) for name in dict.fromkeys(chosen)]
+    return {"dry_run": dry_run, "backups": made}
 
 
 def _one(
-    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, reason: str | None
-) -> bk.Manifest:
-    def body(ctx: OperationContext) -> bk.Manifest:
+    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, reason: str | None, *, dry_run: bool
+) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> dict[str, Any]:
         return _backup(ctx, store, backups, name, reason)
 
     return operation(
@@ -64,44 +66,91 @@ def _one(
         args={"location": name},
         reason=reason,
         resources=[location_resource(name)],
-        dry_run=False,
+        dry_run=dry_run,
         body=body,
     )
 
 
+# Where a segment's copy in the backup store comes from (`_plan`).
+REUSED = "reused"  # an earlier manifest names it: neither copied nor read again (incremental)
+HELD = "held"  # a whole copy left by a backup that died before its manifest: kept
+COPY = "copy"  # copied now
+
+
+@dataclass(frozen=True)
+class _PlannedSegment:
+    """One segment of a planned backup: where its copy comes from, its size, and its digest when known."""
+
+    segment: Segment
+    source: str
+    bytes: int
+    digest: str | None = None
+
+
+def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segment]) -> list[_PlannedSegment]:
+    """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes."""
+    # What earlier manifests of this location say of a segment stands for it: the copy is not read again
+    # (incremental). A segment path starts with its location, so no other location's manifest can list it.
+    known = {s.path: s for m in backups.manifests(name) for s in m.segments}
+    planned = []
+    for seg in segments:
+        if seg.path in known:
+            planned.append(_PlannedSegment(seg, REUSED, known[seg.path].bytes, known[seg.path].digest))
+        elif backups.has_segment(seg.path):
+            planned.append(_PlannedSegment(seg, HELD, backups.segment_bytes(seg.path)))
+        else:
+            planned.append(_PlannedSegment(seg, COPY, sum((store.segment_files(seg.path) or {}).values())))
+    return planned
+
+
+def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifest | None) -> dict[str, Any]:
+    """The `backup create --json` entry; a dry run's (no `manifest`) has no id or time, only the run gives them."""
+    copied = [p for p in planned if p.source == COPY]
+    shared = {
+        "location": loc.name,
+        "seq": loc.seq,
+        "events": sum(p.segment.count for p in planned),
+        "segments": len(planned),
+        "segments_reused": sum(1 for p in planned if p.source == REUSED),
+        "bytes": sum(p.bytes for p in planned),
+        "cvv": loc.cvv.to_dict(),
+    }
+    fresh = {"copied": [p.segment.path for p in copied], "bytes_copied": sum(p.bytes for p in copied)}
+    if manifest is None:
+        return {"id": None, "created_at": None, **shared, **fresh}
+    return {**manifest.summary(), **fresh}
+
+
 def _backup(
     ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
-) -> bk.Manifest:
+) -> dict[str, Any]:
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
         version = tx.catalog_version()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
-    # What earlier manifests of this location say of a segment stands for it: the copy is not read again
-    # (incremental). A segment path starts with its location, so no other location's manifest can list it.
-    known = {s.path: s for m in backups.manifests(name) for s in m.segments}
-    fresh = [s for s in segments if s.path not in known and not backups.has_segment(s.path)]
+    planned = _plan(store, backups, name, segments)
+    if ctx.dry_run:
+        return _summary(loc, planned, None)
 
-    def copy(segment: Segment) -> tuple[int, str]:
-        return backups.put_segment(store, segment.path)
+    def copy(p: _PlannedSegment) -> tuple[int, str]:
+        if p.source == COPY:
+            return backups.put_segment(store, p.segment.path)
+        if p.source == HELD:
+            return _held(backups, p.segment.path)
+        return p.bytes, p.digest or ""
 
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
         # Copying and digesting release the GIL: segments are copied side by side, one per core. An
         # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
-        copies = pool.map(copy, fresh) if len(fresh) > 1 else map(copy, fresh)
-        copying = {s.path for s in fresh}  # `copies` yields in this (segment) order
+        copying = sum(1 for p in planned if p.source == COPY)
+        results = pool.map(copy, planned) if copying > 1 else map(copy, planned)
         held: list[bk.BackupSegment] = []
-        reused = 0
-        for seg in segments:
-            if seg.path in known:
-                reused += 1
-                size, sha = known[seg.path].bytes, known[seg.path].digest
-            elif seg.path in copying:
-                size, sha = next(copies)
-            else:
-                # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
-                size, sha = _held(backups, seg.path)
+        done: list[_PlannedSegment] = []
+        for p, (size, sha) in zip(planned, results, strict=True):
+            seg = p.segment
+            done.append(replace(p, bytes=size, digest=sha))
             held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
             hit("backup.after-copy")
     # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
@@ -120,13 +169,13 @@ def _backup(
         created_at=now.isoformat(),
         who=_who(),
         reason=reason,
-        segments_reused=reused,
+        segments_reused=sum(1 for p in planned if p.source == REUSED),
         baseline=loc.baseline,
     )
     backups.put_manifest(manifest)
     with ctx.transaction() as tx:
-        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": reused})
-    return manifest
+        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": manifest.segments_reused})
+    return _summary(loc, done, manifest)
 
 
 def _held(backups: BackupStore, path: str) -> tuple[int, str]:

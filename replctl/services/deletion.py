@@ -34,15 +34,22 @@ def delete_in(
     logical: bool,
     retry: bool = False,
     guard: DeletionGuard | None = None,
+    assume_progress: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """One deletion request inside an operation (also used to retry pending ones after replication).
 
     `guard` (the `delete` command's) reports and, if required, refuses a cut that hurts recoverability (BK4).
+    `assume_progress` (a `replicate` dry run only, `retry_pending`): per target, the progress a planned pass
+    reaches for sure before the run retries; the cut is decided as the run will decide it then (DEL3).
     """
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         locations = {x.name: x for x in tx.locations()}
-        targets = plan.current_targets(name, tx.connections(), locations)
+        # A run decides on the progress it finds, never on a planned one.
+        targets = plan.with_progress(
+            plan.current_targets(name, tx.connections(), locations),
+            assume_progress if ctx.dry_run else None,
+        )
         segments = tx.segments(name)
         waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
@@ -302,10 +309,43 @@ def delete(
 
 
 def retry_pending(
-    ctx: OperationContext, engine: Engine, only: set[str] | None = None
+    ctx: OperationContext,
+    engine: Engine,
+    only: set[str] | None = None,
+    outlook: plan.PassOutlook | None = None,
 ) -> list[dict[str, Any]]:
     """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given: the
-    ones the operation leased)."""
+    ones the operation leased).
+
+    A dry run passes the `outlook` of its planned passes: each retry is decided, by the same `delete_in`, on
+    the progress those passes reach for sure. It says which recorded blockers the passes satisfy
+    (`satisfied_by`), and, when a target still holding it back has its log written by the run first, that
+    the retry is decided only by running (`decided: false`, `depends_on`), as a pass reports `depends`.
+    """
     with ctx.transaction() as tx:
         pending = [p for p in tx.pending_deletions() if only is None or p.location in only]
-    return [delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending]
+    if outlook is None:
+        return [
+            delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending
+        ]
+    docs = []
+    for p in pending:
+        reach = outlook.assumed_progress(p.location)
+        doc = delete_in(
+            ctx, engine, p.location, p.requested_upto, logical=False, retry=True, assume_progress=reach
+        )
+        blocking = [b["target"] for b in doc["blocked_by"]]
+        depends = outlook.depends_on(blocking)
+        doc["satisfied_by"] = [
+            {"target": t, "pass": f"{p.location}→{t}", "progress": reach[t]}
+            for t in sorted(set(p.blocked_by) - set(blocking))
+            if t in reach
+        ]
+        doc["decided"] = not depends
+        doc["depends_on"] = depends
+        if depends:
+            doc["reason"] = (
+                f"decided once the run has written to {', '.join(depends)} (DEL4); at least what is shown"
+            )
+        docs.append(doc)
+    return docs

@@ -12,6 +12,7 @@ from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.core.deletion import PassOutlook, changed_logs
 from replctl.core.model import Connection, ConnectionState, Location, Segment
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
@@ -49,6 +50,9 @@ class PassReport:
     blocked_at: int | None = None
     progress: int = 0
     reason: str | None = None
+    # Not in the JSON: the progress the run's pass reaches for sure, as far as the plan tells (a dry run's
+    # deletion retries are decided on it, DEL4); None when only running tells.
+    reaches: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -195,10 +199,10 @@ def _run_pass(
             with ctx.transaction() as tx:
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
-        return replace(base, action=action, progress=plan.new_progress)
+        return replace(base, action=action, progress=plan.new_progress, reaches=plan.new_progress)
     failure = None if recovery else _stored_filter_failure(conn)
     if failure is None and ctx.dry_run:
-        return _planned(base, plan)
+        return _planned(base, plan, blockable=bool(admission))
     if failure is None and plan.action is PassAction.COPY:
         return _copy(ctx, engine, conn, plan, base)
 
@@ -239,11 +243,13 @@ def _run_pass(
         raise
 
 
-def _planned(base: PassReport, plan: PassPlan) -> PassReport:
+def _planned(base: PassReport, plan: PassPlan, *, blockable: bool) -> PassReport:
     """A dry run's report of a pass that reads or copies events.
 
     A copy takes the planned segments whole, so the dry run reports what the run will (issue 14); a pass
     that reads events learns its counts and progress only by reading them: `would-run`, counts left at 0.
+    Unless an RFC2 admission check may block it (`blockable`), it reads the source's log to the end of the
+    planned segments (REP2: progress over written, skipped and filtered events alike): that it `reaches`.
     """
     if plan.action is PassAction.COPY:
         count = sum(seg.count for seg in plan.segments)
@@ -254,8 +260,10 @@ def _planned(base: PassReport, plan: PassPlan) -> PassReport:
             examined=count,
             written=count,
             progress=plan.new_progress,
+            reaches=plan.new_progress,
         )
-    return replace(base, action="would-run")
+    end = None if blockable else max(seg.seq_hi for seg in plan.segments)
+    return replace(base, action="would-run", reaches=end)
 
 
 def _damaged_end(
@@ -516,7 +524,8 @@ def replicate_one(
         refuse_damaged(engine.store, source, source_segments)
         refuse_unwritable(engine.store, target_loc, target_segments)
         report = run_pass(ctx, engine, source, target)
-        deletions = [] if dry_run else retry_pending(ctx, engine, only=waiting)
+        outlook = _outlook([report], connections=None) if dry_run else None
+        deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook)
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
 
     return operation(
@@ -555,6 +564,21 @@ def _leased_pass(ctx: OperationContext, engine: Engine, conn: Connection) -> Pas
 
 # The action a dry run reports for a pass whose decision rests on what an earlier pass of the round writes.
 DEPENDS = "depends"
+
+# The actions of a dry run's passes that may write into their target's log.
+_MAY_WRITE = frozenset({"would-run", "would-copy", DEPENDS})
+
+
+def _outlook(reports: list[PassReport], connections: list[tuple[str, str]] | None) -> PassOutlook:
+    """What a dry run's planned passes tell of the state its deletion retries meet (DEL4, `PassOutlook`).
+
+    A full `replicate` (`connections` given) goes on round after round: a log one pass writes to may pass
+    events on, over any current connection, to every log reachable from it before the retries.
+    """
+    return PassOutlook(
+        reaches={(r.source, r.target): r.reaches for r in reports if r.reaches is not None},
+        changed=changed_logs((r.target for r in reports if r.action in _MAY_WRITE), connections),
+    )
 
 
 def _round(ctx: OperationContext, engine: Engine, connections: list[Connection]) -> list[PassReport]:
@@ -607,9 +631,11 @@ def replicate_all(
             if dry_run or not any(r.changed for r in round_reports):
                 break
         # DEL4: only at the locations this operation holds; the others' deletions wait for their next run.
+        # A dry run holds no lease: it retries where the run takes its leases at the start.
         prefix = location_resource("")
         leased = {r.removeprefix(prefix) for r in ctx.tokens if r.startswith(prefix)}
-        deletions = [] if dry_run else retry_pending(ctx, engine, only=leased)
+        outlook = _outlook(reports, connections=[c.key for c in current]) if dry_run else None
+        deletions = retry_pending(ctx, engine, only=set(live) if dry_run else leased, outlook=outlook)
         if any(r.action == DAMAGED for r in reports):
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return {

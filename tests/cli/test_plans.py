@@ -313,6 +313,35 @@ def test_data_commands_are_planned_and_applied_on_a_real_log(rc: Replctl, tmp_pa
 
 
 @pytest.mark.spark
+def test_backup_create_is_planned_and_applied_and_a_backup_taken_since_makes_the_plan_stale(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK1: a backup writes only to the backup store, which the catalog version does not see; the plan made
+    # again at apply (it would now reuse the segment, not copy it) tells the change.
+    rc.append("A", "e1")
+    path, again = tmp_path / "backup.json", tmp_path / "again.json"
+    before = state(rc)
+    [planned] = rc.json("backup", "create", "A", "--plan-out", str(path))["plan"]["backups"]
+    assert (planned["id"], planned["segments"], planned["segments_reused"], len(planned["copied"])) == (
+        None,
+        1,
+        0,
+        1,
+    )
+    assert state(rc) == before
+    assert rc.json("backup", "list")["backups"] == []
+    rc("backup", "create", "A", "--plan-out", str(again))
+    [made] = rc.json("apply", str(path))["backups"]
+    assert {k: v for k, v in made.items() if k not in ("id", "created_at")} == {
+        k: v for k, v in planned.items() if k not in ("id", "created_at")
+    }
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
+    out = rc("apply", str(again), expect=3)
+    assert out.stderr.startswith(f"the plan made now differs from the one in {again} (at plan.")
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
+
+
+@pytest.mark.spark
 def test_a_plan_records_the_digest_of_its_input_file_and_refuses_a_changed_file(
     rc: Replctl, tmp_path: Path
 ) -> None:
