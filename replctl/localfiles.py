@@ -13,7 +13,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from replctl.errors import EnvironmentFailure, InvalidInput
+from replctl.errors import InvalidInput
 
 _CHUNK = 1 << 20
 
@@ -109,11 +109,3 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> int:
         temporary.unlink(missing_ok=True)
         raise
     return len(data)
-
-
-def folder_bytes(folder: Path) -> int:
-    """The bytes of every file under `folder` (a segment's copy: data, `_SUCCESS` and checksum files alike)."""
-    try:
-        return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    except OSError as exc:
-        raise EnvironmentFailure(f"cannot read {folder}: {exc}", code="store") from exc
