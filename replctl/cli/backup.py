@@ -131,7 +131,7 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
 
 @app.command("verify")
 def verify(
-    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...")] = None
+    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None
 ) -> None:
     """Check every segment copy of the backups (default: all) against its manifest's digest; exit 6 if damaged."""
 

@@ -12,7 +12,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell
+from replctl.cli.render import cell, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -25,7 +25,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 def append(
     ctx: typer.Context,
     location: str,
-    event: Annotated[list[str] | None, typer.Option("--event", help="An event as JSON; repeatable.")] = None,
+    event: Annotated[
+        list[str] | None, typer.Option("--event", metavar="JSON", help="An event as JSON; repeatable.")
+    ] = None,
     file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")] = None,
     generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
@@ -78,7 +80,7 @@ def append(
 def show(
     ctx: typer.Context,
     location: str,
-    from_seq: Annotated[int, typer.Option("--from", min=0, help="First seq to show.")] = 0,
+    from_seq: Annotated[int, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")] = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None,
 ) -> None:
     """The physically stored events of a log in seq order."""
@@ -105,13 +107,12 @@ def show(
             f"(logically {out['logical_deleted_upto']})",
         )
         for e in out["events"]:
-            vt = "{" + ",".join(f"{k}:{v}" for k, v in sorted(e["vt"].items())) + "}"
             hidden = e["seq"] <= out["logical_deleted_upto"]
             table.add_row(
                 str(e["seq"]) + ("*" if hidden else ""),
                 e["origin"],
                 str(e["origin_time"]),
-                vt,
+                vector_text(e["vt"]),
                 e["type"] or "",
                 e["key"] or "",
                 ",".join(e["tags"] or []),
@@ -200,7 +201,7 @@ def compact(
 def replicate(
     ctx: typer.Context,
     endpoints: Annotated[
-        list[str] | None, typer.Argument(metavar="[SRC DST]", help="One connection; default: all.")
+        list[str] | None, typer.Argument(metavar="SRC DST", help="One connection; default: all.")
     ] = None,
     dry_run: DryRun = False,
 ) -> None:
@@ -283,7 +284,9 @@ def replicate(
 def delete(
     ctx: typer.Context,
     location: str,
-    upto: Annotated[int | None, typer.Option("--upto", help="Delete the prefix seq ≤ SEQ.")] = None,
+    upto: Annotated[
+        int | None, typer.Option("--upto", metavar="SEQ", help="Delete the prefix seq ≤ SEQ.")
+    ] = None,
     older_than: Annotated[
         str | None,
         typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
@@ -339,7 +342,7 @@ def delete(
         else:
             console.print(
                 f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
-                f"{out['deleted_upto']}; DVV {out['dvv']}",
+                f"{out['deleted_upto']}; DVV {vector_text(out['dvv'])}",
                 markup=False,
             )
         for b in out["blocked_by"]:
@@ -371,7 +374,10 @@ def recover_location(
     ctx: typer.Context,
     name: str,
     lost_from: Annotated[
-        int | None, typer.Option("--lost-from", help="Declare the loss from SEQ on (else found by checking).")
+        int | None,
+        typer.Option(
+            "--lost-from", metavar="SEQ", help="Declare the loss from SEQ on (else found by checking)."
+        ),
     ] = None,
     accept_loss: Annotated[
         bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
@@ -443,7 +449,7 @@ def recover_location(
                 f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
             )
         console.print(
-            f"{name}: clock {out['clock']['before']} → {out['clock']['after']}, CVV {out['cvv']}",
+            f"{name}: clock {out['clock']['before']} → {out['clock']['after']}, CVV {vector_text(out['cvv'])}",
             markup=False,
         )
         if out["refused"] and not out["dry_run"]:
@@ -466,7 +472,9 @@ def recover_location(
 def drill_disaster(
     ctx: typer.Context,
     location: str,
-    from_seq: Annotated[int, typer.Option("--from", help="Destroy the stored events from SEQ on.")],
+    from_seq: Annotated[
+        int, typer.Option("--from", metavar="SEQ", help="Destroy the stored events from SEQ on.")
+    ],
     dry_run: DryRun = False,
 ) -> None:
     """Destroy the stored suffix of a log from SEQ on; the catalog is left as a real disaster would."""

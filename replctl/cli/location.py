@@ -10,7 +10,7 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import render_topology_outcome, topology_outcome_json
+from replctl.cli.render import render_topology_outcome, topology_outcome_json, vector_text
 from replctl.core.model import Role
 from replctl.services.lookup import get_location
 from replctl.services.views import location_json
@@ -60,8 +60,8 @@ def list_(ctx: typer.Context) -> None:
                 loc.role.value,
                 loc.state.value,
                 str(loc.seq),
-                str(loc.cvv),
-                str(loc.dvv),
+                vector_text(loc.cvv),
+                vector_text(loc.dvv),
                 str(loc.deleted_upto),
             )
         stdout().print(table)
@@ -107,8 +107,8 @@ def show(ctx: typer.Context, name: str) -> None:
             return
         console = stdout()
         console.print(
-            f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={loc.cvv} "
-            f"dvv={loc.dvv} deleted_upto={loc.deleted_upto} "
+            f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={vector_text(loc.cvv)} "
+            f"dvv={vector_text(loc.dvv)} deleted_upto={loc.deleted_upto} "
             f"logical_deleted_upto={loc.logical_deleted_upto}",
             markup=False,
         )

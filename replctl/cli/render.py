@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -10,7 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from replctl.cli.boundary import printable
-from replctl.cli.output import emit_json, stderr, stdout
+from replctl.cli.output import emit_json, stderr, stdout, timestamp_text
 from replctl.core.model import Change, Connection
 from replctl.services.views import location_json
 
@@ -109,7 +110,8 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
             )
         if conn.get("baseline"):
             console.print(
-                f"  history {conn['history']}: {conn['target']} merges {conn['baseline']}", markup=False
+                f"  history {conn['history']}: {conn['target']} merges {vector_text(conn['baseline'])}",
+                markup=False,
             )
     for warning in out.warnings:
         stderr().print(f"warning [{warning.code}]: {warning.message}", markup=False)
@@ -217,7 +219,7 @@ def render_history(console: Console, changes: list[Change]) -> None:
     """`topology history` as a table."""
     table = Table("id", "at", "change", "reason")
     for c in changes:
-        table.add_row(str(c.id), str(c.at or ""), Text(describe_change(c)), cell(c.reason))
+        table.add_row(str(c.id), timestamp_text(c.at), Text(describe_change(c)), cell(c.reason))
     console.print(table)
 
 
@@ -230,8 +232,8 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
             loc["role"],
             loc["state"],
             str(loc["seq"]),
-            _vec(loc["cvv"]),
-            _vec(loc["dvv"]),
+            vector_text(loc["cvv"]),
+            vector_text(loc["dvv"]),
             f"{loc['deleted_upto']}/{loc['logical_deleted_upto']}",
             recoverable_text(loc["name"], loc.get("recoverable")),
         )
@@ -260,7 +262,7 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     for p in doc.get("pending_deletions", []):
         console.print(
             f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "
-            f"{', '.join(p['blocked_by'])}",
+            f"{', '.join(b['target'] for b in p['blocked_by'])}",
             markup=False,
         )
     for w in doc.get("warnings", []):
@@ -278,5 +280,33 @@ def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
     return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
-def _vec(v: dict[str, int]) -> str:
-    return "{" + ",".join(f"{k}:{n}" for k, n in sorted(v.items())) + "}"
+def vector_text(vector: Mapping[str, int] | None) -> str:
+    """A version vector as every text output writes it: `{A:2,B:1}`, keys sorted, `{}` the empty one (VT1)."""
+    return "{" + ",".join(f"{k}:{n}" for k, n in sorted((vector or {}).items()) if n) + "}"
+
+
+def fields_text(record: Mapping[str, Any] | None) -> str:
+    """A record (a journal step's detail) as `key=value` pairs in the one text style; `-` when empty.
+
+    Unlike `value_text`, a record of numbers stays a record (`seq=4 floor=4`), never reads as a vector.
+    """
+    return " ".join(f"{k}={value_text(v)}" for k, v in (record or {}).items()) or "-"
+
+
+def value_text(value: Any) -> str:
+    """Any value an outcome carries, in the one text style (issue 18): never a Python repr.
+
+    Nothing is `-`; yes/no for flags; a mapping of names to numbers is a vector (`{A:2}`); other mappings are
+    `key=value` pairs; lists are comma-separated. Control characters are escaped (`printable`).
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        if value and all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
+            return vector_text(value)
+        return fields_text(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(value_text(v) for v in value) or "-"
+    return printable(str(value))

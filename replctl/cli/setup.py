@@ -150,12 +150,14 @@ def config_show(ctx: typer.Context) -> None:
         return shown
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
+        from replctl.cli.render import value_text
+
         if app.json:
             emit_json({"ok": True, "settings": out})
             return
         table = Table("setting", "value", "from")
         for name, entry in out.items():
-            table.add_row(name, str(entry["value"]), entry["source"])
+            table.add_row(name, value_text(entry["value"]), entry["source"])
         stdout().print(table)
 
     run(ctx, action, render)

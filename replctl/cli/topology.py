@@ -232,7 +232,12 @@ def validate(ctx: typer.Context) -> None:
 
         errors = [v for v in violations if not v.warning]
         if app.json:
-            doc: dict[str, Any] = {"ok": not errors, "violations": [violation_json(v) for v in violations]}
+            # Warnings (ROLE2) apart from violations, under the key `status --json` uses (issue 18).
+            doc: dict[str, Any] = {
+                "ok": not errors,
+                "violations": [violation_json(v) for v in errors],
+                "warnings": [violation_json(v) for v in violations if v.warning],
+            }
             if errors:
                 doc["error"] = {
                     "code": errors[0].code,

@@ -180,7 +180,7 @@ def test_a_change_after_apply_s_own_checks_is_caught_under_the_operation_s_lease
         ),
         (b"\xff\xfe", "it is not UTF-8 text"),
         (b"[1, 2]", "it is not a JSON object"),
-        (b'{"format": "terraform"}', "its format is 'terraform', expected 'replctl-plan/1'"),
+        (b'{"format": "terraform"}', 'its format is "terraform", expected "replctl-plan/1"'),
     ],
 )
 def test_a_file_that_is_not_a_plan_exits_2_with_a_one_line_reason(
