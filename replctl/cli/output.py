@@ -88,7 +88,8 @@ def emit_error(error: ReplctlError, *, as_json: bool) -> None:
         emit_json({"ok": False, "error": error.to_json()})
         return
     # Plain writes: a refusal must never be re-wrapped or styled into something a runbook cannot grep.
-    lines = [error.message if error.exit_code == 3 else f"error: {error.message}"]
+    # A refusal (3) and an interruption (130) are not errors of the tool: their message stands alone.
+    lines = [error.message if error.exit_code in (3, 130) else f"error: {error.message}"]
     violations = error.details.get("violations") or []
     lines += [f"  also [{extra['code']}]: {extra['message']}" for extra in violations[1:]]
     if error.hint:

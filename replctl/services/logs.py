@@ -254,7 +254,7 @@ def interrupted_append(
     effect (refused, or interrupted before its commit) does not count: the one before it decides. The first
     one with an effect decides: finished (`succeeded`, also when it completed an interrupted one) means the
     operator appends the same events again on purpose; committed (its `append` step journalled) but still
-    `running` or `failed` means it was interrupted after its commit, and it is returned.
+    `running`, `failed` or `interrupted` means it was interrupted after its commit, and it is returned.
 
     Such an operation can no longer commit anything: the caller holds the location's lease, so the
     interrupted one's lease was taken over (its holder died, `holder-died`) or had expired, and fencing
@@ -264,7 +264,8 @@ def interrupted_append(
         if op.id == current:
             continue
         committed = any(step.name == APPEND_STEP for step in op.steps)
-        if op.outcome in (Outcome.RUNNING, Outcome.FAILED):
+        # Ctrl-C after the commit (issue 18) is an interruption like a crash: resumed, never appended twice.
+        if op.outcome in (Outcome.RUNNING, Outcome.FAILED, Outcome.INTERRUPTED):
             if committed:
                 return op
             continue  # no effect: look further back
