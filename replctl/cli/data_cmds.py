@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import emit_json, emit_json_stream, stdout
 from replctl.cli.render import cell, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
@@ -47,7 +48,7 @@ def append(
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes)
+        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes, location=location)
         return logs.append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )
@@ -76,24 +77,49 @@ def append(
     run(ctx, action, render, effect=Effect.OPERATION)
 
 
+# On a terminal `log show` starts with the newest events, as `git log` pages: a long log is never dumped whole.
+NEWEST_ON_A_TERMINAL = 50
+
+
 @log_app.command("show")
 def show(
     ctx: typer.Context,
     location: str,
-    from_seq: Annotated[int, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")] = 0,
+    from_seq: Annotated[
+        int | None, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")
+    ] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every stored event (on a terminal too).")] = False,
 ) -> None:
-    """The physically stored events of a log in seq order."""
+    """The physically stored events of a log in seq order.
+
+    On a terminal, without --from, --limit or --all, only the newest 50 events are shown. Piped, and under
+    --json (which streams the events), every stored event is, as the runbooks read it.
+    """
 
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        return logs.show(app.catalog(), app.engine(), location, from_seq=from_seq, limit=limit)
+        if every and limit is not None:
+            raise InvalidInput(
+                "give --all or --limit N, not both",
+                code="bad-option",
+                hint=f"replctl log show {location} --all",
+            )
+        newest = None
+        if not (app.json or every or limit is not None or from_seq is not None) and sys.stdout.isatty():
+            newest = NEWEST_ON_A_TERMINAL
+        page = logs.show_page(
+            app.catalog(), app.engine(), location, from_seq=from_seq or 0, limit=limit, newest=newest
+        )
+        return page, newest
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: Any) -> None:
+        page, newest = out
         if app.json:
-            emit_json({"ok": True, **out})
+            emit_json_stream({"ok": True, **page.header}, "events", page.events)
             return
+        header = page.header
         table = Table(
             "seq",
             "origin",
@@ -103,22 +129,37 @@ def show(
             "key",
             "tags",
             "payload",
-            title=f"{location}: seq {out['seq']}, deleted up to {out['deleted_upto']} "
-            f"(logically {out['logical_deleted_upto']})",
+            title=f"{location}: seq {header['seq']}, deleted up to {header['deleted_upto']} "
+            f"(logically {header['logical_deleted_upto']})",
         )
-        for e in out["events"]:
-            hidden = e["seq"] <= out["logical_deleted_upto"]
+        shown = hidden_shown = 0
+        for e in page.events:
+            hidden = e["seq"] <= header["logical_deleted_upto"]
+            hidden_shown += hidden
+            shown += 1
             table.add_row(
                 str(e["seq"]) + ("*" if hidden else ""),
                 e["origin"],
                 str(e["origin_time"]),
                 vector_text(e["vt"]),
-                e["type"] or "",
-                e["key"] or "",
-                ",".join(e["tags"] or []),
-                e["payload"] or "",
+                cell(e["type"]),
+                cell(e["key"]),
+                cell(",".join(e["tags"] or [])),
+                cell(e["payload"]),
             )
-        stdout().print(table)
+        console = stdout()
+        console.print(table)
+        if hidden_shown:
+            console.print(
+                "* logically deleted: hidden from local reading, kept for replication (DEL1)", markup=False
+            )
+        if newest is not None and shown < page.stored:
+            console.print(
+                f"the newest {shown} of {page.stored} stored events; every one: replctl log show {location} "
+                f"--all (or --from SEQ, --limit N)",
+                markup=False,
+                soft_wrap=True,
+            )
 
     run(ctx, action, render)
 

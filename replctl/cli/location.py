@@ -38,7 +38,14 @@ def add(
             app.catalog(), name, role, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
+    def render(app: AppContext, out: Any) -> None:
+        if not out.changes and not app.json:
+            # The planner records nothing only when NAME exists with this role (M1): say so (issue 18).
+            stdout().print(f"location {name} exists ({role.value}); nothing to change", markup=False)
+            return
+        render_topology_outcome(app, out)
+
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @app.command("list")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +79,19 @@ def _rfc3339(value: Any, key: str = "") -> Any:
 def emit_json(doc: dict[str, Any]) -> None:
     """Print exactly one JSON document on stdout, its timestamps in the one format (`timestamp_json`)."""
     sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, Any]]) -> None:
+    """Print one JSON document on stdout, `head` plus `key`: the list of `items`, written item by item as they
+    come, so that a long list (a log's events) is never held whole in memory (issue 18)."""
+    opening = json.dumps(_rfc3339({**head, key: []}), default=str, ensure_ascii=False)
+    if not opening.endswith("[]}"):
+        raise ValueError(f"the streamed list {key!r} must be the document's last key")
+    sys.stdout.write(opening[: -len("]}")])
+    for i, item in enumerate(items):
+        sys.stdout.write((", " if i else "") + json.dumps(_rfc3339(item), default=str, ensure_ascii=False))
+    sys.stdout.write("]}\n")
     sys.stdout.flush()
 
 

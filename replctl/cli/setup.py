@@ -229,9 +229,70 @@ def _watch(ctx: typer.Context, seconds: float) -> None:
         raise typer.Exit(0) from None
 
 
+def version(ctx: typer.Context) -> None:
+    """Print the versions of replctl, Spark (pyspark), Java and the catalog schema (this one's and the newest)."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from importlib.metadata import version as installed
+
+        from replctl import __version__
+        from replctl.errors import ReplctlError
+        from replctl.services import setup
+
+        doc: dict[str, Any] = {"replctl": __version__, "spark": installed("pyspark"), "java": _java_version()}
+        try:
+            schema = setup.current(app.settings)
+            doc["catalog"] = {"revision": schema["revision"], "head": schema["head"], "error": None}
+        except ReplctlError as exc:  # no catalog yet, or unreachable: the versions are still worth printing
+            from replctl.adapters.catalog import migrate
+
+            doc["catalog"] = {"revision": None, "head": migrate.head_revision(), "error": exc.message}
+        return doc
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        catalog = out["catalog"]
+        if catalog["error"] is not None:
+            schema = f"unknown ({catalog['error']}); this replctl writes {catalog['head']}"
+        else:
+            schema = f"{catalog['revision'] or 'none'} (newest {catalog['head']})"
+        console = stdout()
+        for name, value in (
+            ("replctl", out["replctl"]),
+            ("spark", out["spark"]),
+            ("java", out["java"] or "not found (install a Java runtime 17 or newer, or set JAVA_HOME)"),
+            ("catalog schema", schema),
+        ):
+            console.print(f"{name}: {value}", markup=False, soft_wrap=True)
+
+    run(ctx, action, render)
+
+
+def _java_version() -> str | None:
+    """The Java runtime Spark would start (JAVA_HOME, else `java` on PATH), as `java -version` names it."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        return None
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "([^"]+)"', done.stderr)
+    return found.group(1) if found else None
+
+
 def register(app: typer.Typer) -> None:
     """Attach these commands to the root app."""
     app.command("init")(init)
+    app.command("version")(version)
     app.add_typer(db_app, name="db")
     app.add_typer(config_app, name="config")
     app.command("status")(status)
