@@ -13,7 +13,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, emit_json_stream, stdout
-from replctl.cli.render import cell, vector_text
+from replctl.cli.render import Notes, cell, fitted_table, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -245,6 +245,7 @@ def replicate(
         list[str] | None, typer.Argument(metavar="SRC DST", help="One connection; default: all.")
     ] = None,
     dry_run: DryRun = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Long texts in the table, not below it.")] = False,
 ) -> None:
     """One pass over SRC→DST, or every connection until nothing changes."""
 
@@ -279,20 +280,18 @@ def replicate(
         if app.json:
             emit_json({"ok": True, **out})
             return code
-        table = Table(
-            "connection",
-            "state",
-            "action",
-            "examined",
-            "written",
-            "skipped (causal/filter)",
-            "blocked at",
-            "progress",
-            "why",
+        if not out["passes"]:
+            stdout().print("nothing to replicate", markup=False)
+        notes = Notes(wide)
+        # Issue 18: names and states never cut at 80 columns; the "why" of each pass is a note below.
+        table = fitted_table(
+            ("connection", "state", "action"),
+            ("read", "written", "skip c/f", "blocked", "progress", "why"),
         )
-        for p in out["passes"]:
+        for p in out["passes"] if out["passes"] else ():
+            arrow = f"{p['source']}→{p['target']}"
             table.add_row(
-                f"{p['source']}→{p['target']}",
+                arrow,
                 p["state"],
                 p["action"],
                 str(p["examined"]),
@@ -300,9 +299,17 @@ def replicate(
                 f"{p['skipped_causal']}/{p['skipped_filter']}",
                 "" if p["blocked_at"] is None else str(p["blocked_at"]),
                 str(p["progress"]),
-                cell(p["reason"]),
+                notes.cell(p["reason"], "", f"{arrow}: {p['reason']}"),
             )
-        stdout().print(table)
+        if out["passes"]:
+            stdout().print(table)
+            stdout().print(
+                "read: events examined; skip c/f: skipped as held already (CF1) / by the filter; "
+                "blocked: the seq the pass stopped at (RFC2)",
+                markup=False,
+                soft_wrap=True,
+            )
+            notes.print(stdout())
         for d in out["deletions"]:
             if d["pending"]:
                 held = ", ".join(b["target"] for b in d["blocked_by"])

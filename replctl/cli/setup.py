@@ -168,6 +168,7 @@ def status(
     watch: Annotated[
         float | None, typer.Option("--watch", metavar="SECONDS", min=0.5, help="Refresh every SECONDS.")
     ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Long texts in the tables, not below them.")] = False,
 ) -> None:
     """Locations, connections (state, progress, lag, why they wait), version vectors and pending deletions."""
 
@@ -182,14 +183,14 @@ def status(
         if app.json:
             emit_json({"ok": True, **out})
         else:
-            render_status(stdout(), out)
+            render_status(stdout(), out, wide=wide)
 
     app: AppContext = ctx.obj
     if watch is not None and app.json:
         run(ctx, _refuse_watch_json)
     # Under --plan-out, `run` refuses the read-only command before anything is drawn.
     if watch is not None and not app.planning:
-        _watch(ctx, watch)
+        _watch(ctx, watch, wide)
     run(ctx, action, render)
 
 
@@ -201,32 +202,55 @@ def _refuse_watch_json(_app: AppContext) -> None:
     )
 
 
-def _watch(ctx: typer.Context, seconds: float) -> None:
-    """Redraw the text status until interrupted (Ctrl-C ends it with exit 0)."""
+def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
+    """Redraw the text status every `seconds` until Ctrl-C (exit 0).
+
+    On a terminal Rich's Live display redraws it in place; piped (a log file, `| tail`), Live would print nothing
+    until the end, so each interval prints one snapshot under a line with its time instead (issue 18).
+    """
+    import io
     import time
+    from datetime import UTC, datetime
 
     from rich.live import Live
+    from rich.text import Text
 
+    from replctl.cli.output import emit_error, timestamp_text
     from replctl.cli.render import render_status
+    from replctl.errors import ReplctlError
     from replctl.services import status as status_service
 
     app: AppContext = ctx.obj
     console = stdout()
-    try:
-        with Live(console=console, auto_refresh=False) as live:
-            while True:
-                from rich.console import Group
 
-                capture = Console(record=True, width=console.width)
-                with capture.capture():
-                    render_status(
-                        capture,
-                        status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
-                    )
-                live.update(Group(capture.export_text()), refresh=True)
-                time.sleep(seconds)
+    def snapshot() -> Text:
+        capture = Console(file=io.StringIO(), record=True, width=console.width, highlight=False)
+        render_status(
+            capture,
+            status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
+            wide=wide,
+        )
+        # Text, not a string: Rich would read the notes' `[1]` as markup.
+        return Text(capture.export_text())
+
+    try:
+        if console.is_terminal:
+            with Live(snapshot(), console=console, auto_refresh=False) as live:
+                while True:
+                    time.sleep(seconds)
+                    live.update(snapshot(), refresh=True)
+        while True:
+            console.print(f"status at {timestamp_text(datetime.now(UTC))}", markup=False)
+            console.print(snapshot())
+            console.file.flush()
+            time.sleep(seconds)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    except ReplctlError as exc:
+        emit_error(exc, as_json=False)
+        raise typer.Exit(exc.exit_code) from None
+    finally:
+        app.close()
 
 
 def version(ctx: typer.Context) -> None:

@@ -201,6 +201,7 @@ def show(
 def history(
     ctx: typer.Context,
     location: Annotated[str | None, typer.Option("--location", help="Only changes touching it.")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Reasons in the table, not below it.")] = False,
 ) -> None:
     """Every recorded topology change, oldest first (H1)."""
 
@@ -213,7 +214,7 @@ def history(
         if app.json:
             emit_json({"ok": True, "changes": [change_json(c) for c in changes]})
         else:
-            render_history(stdout(), changes)
+            render_history(stdout(), changes, wide=wide)
 
     run(ctx, action, render)
 
