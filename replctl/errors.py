@@ -9,6 +9,7 @@
     ├── Refused (3)               a rule refused; nothing was changed; code is the rule id ("F1", "DEL3")
     ├── LockHeld (4)              another operation holds the lease (or the location is recovering)
     ├── Incomplete (5)            part was done, the rest is pending
+    ├── Interrupted (130)         Ctrl-C: the steps journalled so far are committed, nothing after them
     └── EnvironmentFailure (6)    catalog, store or Spark unreachable or inconsistent
         └── CatalogOutdated       the catalog is at an older Alembic revision
 
@@ -91,6 +92,14 @@ class Incomplete(ReplctlError):
 
     exit_code = 5
     default_code = "incomplete"
+
+
+class Interrupted(ReplctlError):
+    """Ctrl-C (SIGINT) stopped the command; every step before it is committed, nothing after (exit 130, as a
+    shell reports a process ended by SIGINT)."""
+
+    exit_code = 130
+    default_code = "interrupted"
 
 
 class EnvironmentFailure(ReplctlError):

@@ -144,7 +144,7 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
 
 @app.command("verify")
 def verify(
-    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...")] = None
+    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None
 ) -> None:
     """Check the backups (default: all): every segment copy against its manifest's digest, and the invariants
     I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""

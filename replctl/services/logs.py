@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +69,12 @@ def read_source(
     generate: int | None,
     seed: int,
     max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+    *,
+    location: str = "LOC",
 ) -> AppendSource:
     """Parse and validate the input before anything is written (a bad one exits 2, nothing changes).
+
+    `location` is the location the events are for, named in the hint of a refusal (issue 18).
 
     Every path gets the same checks (issue 19): `--event`, a `.jsonl` file and a Parquet file or folder
     (`adapters.eventfile`, before Spark reads it), each payload within `max_payload_bytes`.
@@ -77,7 +84,7 @@ def read_source(
         raise InvalidInput(
             "give exactly one of --event, --file or --generate",
             code="bad-option",
-            hint='replctl log append A --event \'{"key": "e1"}\'',
+            hint=f'replctl log append {location} --event \'{{"key": "e1"}}\'',
         )
     if generate is not None:
         if generate < 1:
@@ -266,7 +273,7 @@ def interrupted_append(
     effect (refused, or interrupted before its commit) does not count: the one before it decides. The first
     one with an effect decides: finished (`succeeded`, also when it completed an interrupted one) means the
     operator appends the same events again on purpose; committed (its `append` step journalled) but still
-    `running` or `failed` means it was interrupted after its commit, and it is returned.
+    `running`, `failed` or `interrupted` means it was interrupted after its commit, and it is returned.
 
     Such an operation can no longer commit anything: the caller holds the location's lease, so the
     interrupted one's lease was taken over (its holder died, `holder-died`) or had expired, and fencing
@@ -276,7 +283,8 @@ def interrupted_append(
         if op.id == current:
             continue
         committed = any(step.name == APPEND_STEP for step in op.steps)
-        if op.outcome in (Outcome.RUNNING, Outcome.FAILED):
+        # Ctrl-C after the commit (issue 18) is an interruption like a crash: resumed, never appended twice.
+        if op.outcome in (Outcome.RUNNING, Outcome.FAILED, Outcome.INTERRUPTED):
             if committed:
                 return op
             continue  # no effect: look further back
@@ -323,6 +331,16 @@ def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class LogPage:
+    """`log show` as a stream: the log's metadata, its events in seq order (read lazily), and how many events
+    are physically stored from `from_seq` on (the segments' catalogued counts, no read needed)."""
+
+    header: dict[str, Any]
+    events: Iterator[dict[str, Any]]
+    stored: int
+
+
 def show(
     catalog: Catalog,
     engine: Engine,
@@ -332,31 +350,73 @@ def show(
     limit: int | None = None,
 ) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
+    page = show_page(catalog, engine, name, from_seq=from_seq, limit=limit)
+    return {**page.header, "events": list(page.events)}
+
+
+def show_page(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    from_seq: int = 0,
+    limit: int | None = None,
+    newest: int | None = None,
+) -> LogPage:
+    """The stored events of a log from `from_seq` on, at most `limit`, or only the `newest` N (issue 18).
+
+    On a local store the events are read one segment at a time, so a long log is never held whole in memory;
+    `newest` reads only the last segments, the ones that hold those N events (their catalogued counts say
+    which). Logically deleted events are included (cli.md), as the stored log holds them.
+    """
     with catalog.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
-        segments = [s for s in tx.segments(name) if s.seq_hi >= from_seq]
-    events: list[dict[str, Any]] = []
+        segments = sorted((s for s in tx.segments(name) if s.seq_hi >= from_seq), key=lambda s: s.seq_lo)
     if segments:
         check_stored(engine, name, segments)
-        paths = [s.path for s in segments]
-        if engine.store.is_local:
-            from replctl.adapters.logstore.reader import read_local
-
-            events = read_local(engine.store, paths, from_seq=from_seq, limit=limit)
-        else:
-            from replctl.adapters.spark import jobs
-
-            events = jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit)
-    return {
+    stored = sum(s.count for s in segments)
+    if newest is not None:
+        tail: list[Segment] = []
+        for segment in reversed(segments):
+            tail.insert(0, segment)
+            if sum(s.count for s in tail) >= newest:
+                break
+        segments = tail
+    # Spark reads the segments in one job: it takes the limit itself rather than reading the whole log.
+    events = _read_events(engine, segments, from_seq, None if newest is not None else limit)
+    if newest is not None:
+        events = iter(deque(events, maxlen=newest))
+    elif limit is not None:
+        events = islice(events, limit)
+    header = {
         "location": name,
         "seq": loc.seq,
         "deleted_upto": loc.deleted_upto,
         "logical_deleted_upto": loc.logical_deleted_upto,
-        "events": [
-            {k: e[k] for k in ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")}
-            for e in events
-        ],
     }
+    return LogPage(header, events, stored)
+
+
+_EVENT_KEYS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")
+
+
+def _read_events(
+    engine: Engine, segments: list[Segment], from_seq: int, limit: int | None
+) -> Iterator[dict[str, Any]]:
+    if not segments:
+        return
+    if engine.store.is_local:
+        from replctl.adapters.logstore.reader import read_local
+
+        for segment in segments:
+            for e in read_local(engine.store, [segment.path], from_seq=from_seq):
+                yield {k: e[k] for k in _EVENT_KEYS}
+        return
+    from replctl.adapters.spark import jobs
+
+    paths = [s.path for s in segments]
+    for e in jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit):
+        yield {k: e[k] for k in _EVENT_KEYS}
 
 
 def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]:

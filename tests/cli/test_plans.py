@@ -180,7 +180,7 @@ def test_a_change_after_apply_s_own_checks_is_caught_under_the_operation_s_lease
         ),
         (b"\xff\xfe", "it is not UTF-8 text"),
         (b"[1, 2]", "it is not a JSON object"),
-        (b'{"format": "terraform"}', "its format is 'terraform', expected 'replctl-plan/1'"),
+        (b'{"format": "terraform"}', 'its format is "terraform", expected "replctl-plan/1"'),
     ],
 )
 def test_a_file_that_is_not_a_plan_exits_2_with_a_one_line_reason(
@@ -281,8 +281,9 @@ def test_plan_out_on_a_command_without_a_dry_run_exits_2(
 
 def test_a_refused_plan_out_writes_no_file(rc: Replctl, tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
-    out = rc("location", "add", "A", "--plan-out", str(path), expect=3)  # M1: the name is taken
-    assert out.stderr.startswith("refused [M1]")
+    # A exists as read-write: adding it as a hub is refused (adding it as it is would be nothing to do).
+    out = rc("location", "add", "A", "--role", "hub", "--plan-out", str(path), expect=2)
+    assert out.stderr.startswith("error: location A exists as read-write")
     assert not path.exists()
     out = rc("location", "add", "C", "--plan-out", str(tmp_path / "no" / "such" / "plan.json"), expect=2)
     assert out.stderr.splitlines()[0].startswith(f"error: cannot write the plan to {tmp_path / 'no'}")

@@ -175,7 +175,8 @@ class OperationRow(Base):
     host: Mapped[str | None] = mapped_column(String(255))
     reason: Mapped[str | None] = mapped_column(Text)
     plan: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    outcome: Mapped[str] = mapped_column(String(16))  # running / succeeded / refused / incomplete / failed
+    # running / succeeded / refused / incomplete / failed / interrupted
+    outcome: Mapped[str] = mapped_column(String(16))
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[datetime] = mapped_column()
     ended_at: Mapped[datetime | None] = mapped_column()

@@ -23,7 +23,10 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -221,6 +224,11 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
     conf = tuned_conf(settings)
     for k, v in conf.items():
         builder = builder.config(k, v)
+    # PySpark replaces the SIGINT handler with one that calls into py4j from inside the signal handler; the
+    # CLI owns Ctrl-C (cli.interrupt, issue 18), so the handler in place before is put back.
+    sigint = (
+        signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         _launch_quiet_gateway(settings, conf)
         session: SparkSession = builder.getOrCreate()
@@ -234,9 +242,25 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
             code="spark",
             hint=hint,
         ) from exc
+    finally:
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
     if settings.tuned and settings.cds:
         _promote_archive_at_exit(session, settings.home)
     return session
+
+
+def cancel_running_jobs() -> None:
+    """Cancel every job of this process's SparkContext, if it started one (an interrupted command's jobs)."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    with contextlib.suppress(Exception):  # best effort: the process is ending on Ctrl-C anyway
+        context.cancelAllJobs()
 
 
 def driver_log(home: Path) -> Path:
