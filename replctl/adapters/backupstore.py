@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -52,9 +53,11 @@ class BackupStore:
         """Whether a complete copy of the segment at log-store path `path` is held."""
         return self._segment(path).is_dir()
 
-    def put_segment(self, source: Path, path: str) -> tuple[int, str]:
-        """Copy the segment folder `source` in as `path`; returns (bytes, digest) of the copy, computed while
-        copying so that every byte is read once. The folder appears only when whole (rename)."""
+    def put_segment(self, source: Path, path: str, names: Sequence[str] | None = None) -> tuple[int, str]:
+        """Copy the data files `names` of the segment folder `source` in as `path` (None: every file of the
+        folder, for a row that does not name its files; a file the row does not name is not the segment's,
+        issue 19); returns (bytes, digest) of the copy, computed while copying so that every byte is read
+        once. The folder appears only when whole (rename)."""
         target = self._segment(path)
         temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
@@ -62,7 +65,12 @@ class BackupStore:
             whole = hashlib.sha256()
             size = 0
             # The same digest as `localfiles.digest` of a folder: relative path and content of each file, sorted.
-            for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            chosen = (
+                [source / name for name in names]
+                if names is not None
+                else [p for p in source.rglob("*") if p.is_file()]
+            )
+            for file in sorted(chosen):
                 relative = file.relative_to(source)
                 out = temporary / relative
                 out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.damage import refuse_damaged
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.topology import load_state
@@ -71,6 +72,8 @@ def _backup(
         version = tx.catalog_version()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
+    # DR0: a backup of a damaged log would hold fewer events than its manifest says it does.
+    refuse_damaged(store, name, segments)
     # What earlier manifests say of a segment stands for it: the copy is not read again (incremental).
     known = {s.path: s for m in backups.manifests() for s in m.segments}
     held: list[bk.BackupSegment] = []
@@ -83,7 +86,7 @@ def _backup(
             # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
             size, sha = _held(backups, seg.path)
         else:
-            size, sha = backups.put_segment(store.local_path(seg.path), seg.path)
+            size, sha = backups.put_segment(store.local_path(seg.path), seg.path, seg.file_names)
         held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
         hit("backup.after-copy")
     now = datetime.now(UTC).replace(microsecond=0)

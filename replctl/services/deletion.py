@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import deletion as plan
 from replctl.core.model import Location, Segment
 from replctl.core.retirement import clocks
@@ -44,6 +45,7 @@ def delete_in(
         locations = {x.name: x for x in tx.locations()}
         targets = plan.current_targets(name, tx.connections(), locations)
         segments = tx.segments(name)
+        target_segments = {t.name: tx.segments(t.name) for t in targets}
         waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
     target_upto = plan.pending_target(requested_upto, waiting.requested_upto if waiting else None)
@@ -71,7 +73,7 @@ def delete_in(
         return doc
 
     cut_bound = plan.bound(loc, target_upto)
-    cut = _decide_cut(engine, loc, targets, segments, cut_bound)
+    cut = _decide_cut(engine, loc, targets, segments, cut_bound, target_segments=target_segments)
     pending = cut.upto < cut_bound
     doc["pending"] = pending
     doc["pending_upto"] = cut_bound if pending else None
@@ -128,15 +130,31 @@ def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) ->
 
 
 def _decide_cut(
-    engine: Engine, loc: Location, targets: list[plan.Target], segments: list[Segment], cut_bound: int
+    engine: Engine,
+    loc: Location,
+    targets: list[plan.Target],
+    segments: list[Segment],
+    cut_bound: int,
+    *,
+    target_segments: dict[str, list[Segment]],
 ) -> plan.Cut:
-    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets."""
+    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets.
+
+    DR0: a damaged target's CVV and progress claim events its store may have lost; until it is recovered
+    (which recomputes both from what survived, DR1/DR2) it holds back everything not yet deleted.
+    """
+    damaged = {t.name for t in targets if find_damage(engine.store, target_segments[t.name])}
+    if damaged:
+        held = dict.fromkeys(damaged, loc.deleted_upto + 1)
+        others = [t for t in targets if t.name not in damaged]
+        cut = _decide_cut(engine, loc, others, segments, cut_bound, target_segments=target_segments)
+        return plan.safe_prefix(loc.deleted_upto, cut_bound, {**dict(cut.blocked_by), **held})
     unclear = plan.targets_to_scan(targets, segments, loc.deleted_upto, cut_bound)
     first_needed: dict[str, int | None] = {}
     if unclear and cut_bound > loc.deleted_upto:
         from replctl.adapters.spark.deletion import first_needed as scan
 
-        at_stake = [s.path for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
+        at_stake = [s for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
         first_needed = scan(
             engine.spark(),
             engine.store,
@@ -183,7 +201,7 @@ def _apply_cut(
         rewritten = rewrite_from(
             engine.spark(),
             engine.store,
-            segment_cut.straddle.path,
+            segment_cut.straddle,
             cut.upto + 1,
             out_rel,
             keys=clk.vt_keys(loc.cvv),
@@ -211,7 +229,7 @@ def _apply_cut(
                     kept.count,
                     VectorTime(kept.vt_lub),
                     ctx.id,
-                    files=engine.store.segment_files(out_rel),
+                    files=record_files(engine.store, out_rel),
                 )
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
@@ -266,10 +284,10 @@ def delete(
             age = plan.parse_age(older_than)
             with ctx.transaction() as tx:
                 loc = get_location(tx, name)
-                paths = [s.path for s in tx.segments(name)]
+                segments = tx.segments(name)
             from replctl.adapters.spark.deletion import last_seq_emitted_before
 
-            found = last_seq_emitted_before(engine.spark(), engine.store, paths, datetime.now(UTC) - age)
+            found = last_seq_emitted_before(engine.spark(), engine.store, segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
         return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 

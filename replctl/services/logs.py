@@ -17,6 +17,7 @@ from typing import Any
 
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.adapters.spark.results import SegmentStats
 from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
@@ -24,7 +25,7 @@ from replctl.core.journal import Operation, Outcome
 from replctl.core.model import Role, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
@@ -176,7 +177,7 @@ def append(
                 stats.count,
                 VectorTime(stats.vt_lub),
                 ctx.id,
-                files=engine.store.segment_files(out_rel),
+                files=record_files(engine.store, out_rel),
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
@@ -326,15 +327,18 @@ def show(
     events: list[dict[str, Any]] = []
     if segments:
         check_stored(engine, name, segments)
-        paths = [s.path for s in segments]
-        if engine.store.is_local:
-            from replctl.adapters.logstore.reader import read_local
+        try:
+            if engine.store.is_local:
+                from replctl.adapters.logstore.reader import read_local
 
-            events = read_local(engine.store, paths, from_seq=from_seq, limit=limit)
-        else:
-            from replctl.adapters.spark import jobs
+                events = read_local(engine.store, segments, from_seq=from_seq, limit=limit)
+            else:
+                from replctl.adapters.spark import jobs
 
-            events = jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit)
+                events = jobs.read_log(engine.spark(), engine.store, segments, from_seq=from_seq, limit=limit)
+        except DamagedLog as damaged:
+            # Found by the read itself (a file lost or changed after the census): the census's refusal.
+            raise EnvironmentFailure(damaged.message, code="store-damaged", hint=damaged.hint) from damaged
     return {
         "location": name,
         "seq": loc.seq,

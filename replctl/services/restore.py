@@ -14,6 +14,7 @@ from typing import Any
 
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
@@ -113,7 +114,16 @@ def _restore(
         if not ctx.dry_run:
             tx.delete_segments([s.id for s in present])
             for rel, s in copies:
-                tx.add_segment(name, rel, s.seq_lo, s.seq_hi, s.count, s.vt_lub, ctx.id)
+                tx.add_segment(
+                    name,
+                    rel,
+                    s.seq_lo,
+                    s.seq_hi,
+                    s.count,
+                    s.vt_lub,
+                    ctx.id,
+                    files=record_files(engine.store, rel),
+                )
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
             tx.put_location(dr.recovering(base, clock, manifest.last_seq))
