@@ -221,7 +221,7 @@ def read_checked(spark: SparkSession, store: LogStore, segments: Sequence[Segmen
         name = chosen[0].location
         raise DamagedLog(
             name,
-            f"{name}'s log is damaged: {missing[0]} is catalogued but not in the store; nothing was decided "
+            f"{name}'s log is damaged: {missing[0]} is missing or of another size than catalogued; nothing was decided "
             "or written from the log (DR0)",
         )
     observation = Observation("read")
