@@ -160,4 +160,9 @@ class BackupStore:
         if not folder.is_dir():
             return []
         found = [self.manifest(p.stem) for p in folder.iterdir() if p.suffix == ".json" and _ID.match(p.stem)]
-        return sorted((m for m in found if m is not None), key=lambda m: (m.created_at, m.id))
+        # `created_at` has whole seconds: two backups taken within one second are ordered by the catalog
+        # version they were taken at (the id's suffix is random), so `latest` and `prune --keep-last` keep
+        # the newer one.
+        return sorted(
+            (m for m in found if m is not None), key=lambda m: (m.created_at, m.catalog_version, m.id)
+        )
