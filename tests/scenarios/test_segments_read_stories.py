@@ -103,3 +103,20 @@ def test_an_emptied_segment_folder_is_refused_by_log_show_not_skipped(rc: Replct
         f"differ from their catalog rows (missing at A/{first.name})",
         "hint": "replctl recover location A",
     }
+
+
+def test_log_show_shows_exactly_the_catalogued_events_beside_a_stray_file(rc: Replctl) -> None:
+    # Issue 19 case 5 for the local reader: a1 copied into a2's folder is not a2's (its row does not name
+    # it), so `log show` shows a1, a2 once each instead of reading the folder or calling it damage.
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    rc.append("A", "a2")
+    first, second = _segment_folders(rc, "A")
+    stray = _parts(first)[0]
+    shutil.copy2(stray, second / stray.name)
+    shown = rc.json("log", "show", "A")
+    assert [(e["seq"], e["origin"], e["origin_time"], e["key"]) for e in shown["events"]] == [
+        (1, "A", 1, "a1"),
+        (2, "A", 2, "a2"),
+    ]
+    assert rc.json("log", "show", "A", "--from", "2")["events"][0]["key"] == "a2"
