@@ -8,6 +8,7 @@
     │   └── BadFilter             code "bad-filter", with the position of the error
     ├── Refused (3)               a rule refused; nothing was changed; code is the rule id ("F1", "DEL3")
     ├── LockHeld (4)              another operation holds the lease (or the location is recovering)
+    │   └── DamagedLog            code "damaged": a log's store differs from its catalog rows (DR0)
     ├── Incomplete (5)            part was done, the rest is pending
     ├── Interrupted (130)         Ctrl-C: the steps journalled so far are committed, nothing after them
     └── EnvironmentFailure (6)    catalog, store or Spark unreachable or inconsistent
@@ -85,6 +86,17 @@ class LockHeld(ReplctlError):
 
     exit_code = 4
     default_code = "lock-held"
+
+
+class DamagedLog(LockHeld):
+    """A log whose stored segments differ from their catalog rows (DR0): nothing is decided from it or
+    written to it until `replctl recover location` has run (exit 4), whether the census or a read found it."""
+
+    default_code = "damaged"
+
+    def __init__(self, location: str, message: str) -> None:
+        super().__init__(message, hint=f"replctl recover location {location}")
+        self.location = location
 
 
 class Incomplete(ReplctlError):

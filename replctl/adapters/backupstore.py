@@ -20,7 +20,7 @@ import json
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -94,10 +94,12 @@ class BackupStore:
         without a manifest, see the module docstring)."""
         return self._fs is None and self._segment(path).is_dir()
 
-    def put_segment(self, source: LogStore, path: str) -> tuple[int, str]:
-        """Copy the data files of segment `path` of the log store `source` in as `path`; returns (bytes,
-        digest) of the copy, computed while copying so that every byte is read once. The folder appears
-        only when whole (a rename; remote: a move, and the manifest vouches for it).
+    def put_segment(self, source: LogStore, path: str, names: Sequence[str] | None = None) -> tuple[int, str]:
+        """Copy the data files `names` of segment `path` of the log store `source` in as `path` (None: every
+        data file of the folder, for a row that does not name its files; a file the row does not name is not
+        the segment's, issue 19); returns (bytes, digest) of the copy, computed while copying so that every
+        byte is read once. The folder appears only when whole (a rename; remote: a move, and the manifest
+        vouches for it).
 
         Only data files are copied (`_is_data`): the manifest's digest covers every byte the backup holds.
         `_SUCCESS` and `.crc` made three of the four files of a Spark-written segment, and creating files is
@@ -110,7 +112,7 @@ class BackupStore:
         try:
             self._make_folder(temporary)
             # The same digest as `segment_digest` of the copy: relative path and content of each file, sorted.
-            for relative, opened in _source_files(source, path):
+            for relative, opened in _source_files(source, path, names):
                 sha = hashlib.sha256()
                 if "/" in relative:
                     self._make_folder(f"{temporary}/{relative.rsplit('/', 1)[0]}", exist_ok=True)
@@ -333,9 +335,18 @@ def _file_type(name: str) -> pafs.FileType:
     return found
 
 
-def _source_files(source: LogStore, path: str) -> Iterator[tuple[str, Callable[[], BinaryIO]]]:
+def _source_files(
+    source: LogStore, path: str, names: Sequence[str] | None
+) -> Iterator[tuple[str, Callable[[], BinaryIO]]]:
     """The data files of a log-store segment as (relative name, opener), sorted by name; the opener opens
-    the file when called, so files are opened one at a time."""
+    the file when called, so files are opened one at a time. Only `names` when the row names its files."""
+    if names is not None:
+        for name in sorted(names):
+            if source.is_local:
+                yield name, _opener(source.local_path(path) / name)
+            else:
+                yield name, _remote_opener(source, f"{path}/{name}")
+        return
     if source.is_local:
         folder = source.local_path(path)
         for file in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -351,6 +362,13 @@ def _source_files(source: LogStore, path: str) -> Iterator[tuple[str, Callable[[
         relative = info.path[len(base) :].lstrip("/")
         if info.type == pafs.FileType.File and _is_data(relative):
             yield relative, functools.partial(fs.open_input_stream, info.path)
+
+
+def _remote_opener(source: LogStore, relative: str) -> Callable[[], BinaryIO]:
+    import pyarrow.fs as pafs
+
+    fs, file = pafs.FileSystem.from_uri(arrow_uri(source.uri(relative)))
+    return functools.partial(fs.open_input_stream, file)
 
 
 def _opener(file: Path) -> Callable[[], BinaryIO]:

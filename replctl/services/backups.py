@@ -24,6 +24,7 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.damage import refuse_damaged
 from replctl.services.engine import Engine
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
@@ -99,8 +100,15 @@ def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segme
         elif backups.has_segment(seg.path):
             planned.append(_PlannedSegment(seg, HELD, backups.segment_bytes(seg.path)))
         else:
-            planned.append(_PlannedSegment(seg, COPY, sum((store.segment_files(seg.path) or {}).values())))
+            planned.append(_PlannedSegment(seg, COPY, _data_bytes(store, seg)))
     return planned
+
+
+def _data_bytes(store: LogStore, seg: Segment) -> int:
+    """The bytes a copy of the segment's data files takes: the row's record, else the folder's data files."""
+    if seg.files is not None:
+        return sum(f.size for f in seg.files)
+    return sum((store.segment_files(seg.path) or {}).values())
 
 
 def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifest | None) -> dict[str, Any]:
@@ -130,13 +138,15 @@ def _backup(
         version = tx.catalog_version()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
+    # DR0: a backup of a damaged log would hold fewer events than its manifest says it does.
+    refuse_damaged(store, name, segments)
     planned = _plan(store, backups, name, segments)
     if ctx.dry_run:
         return _summary(loc, planned, None)
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
-            return backups.put_segment(store, p.segment.path)
+            return backups.put_segment(store, p.segment.path, p.segment.file_names)
         if p.source == HELD:
             return _held(backups, p.segment.path)
         return p.bytes, p.digest or ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
@@ -64,7 +65,7 @@ def compact(
                 stats = merge(
                     engine.spark(),
                     engine.store,
-                    [s.path for s in run],
+                    run,
                     out_rel,
                     keys=clk.vt_keys(loc.cvv),
                     identity_origins=clk.identity_origins,
@@ -80,7 +81,7 @@ def compact(
                         stats.count,
                         VectorTime(stats.vt_lub),
                         ctx.id,
-                        files=engine.store.segment_files(out_rel),
+                        files=record_files(engine.store, out_rel),
                     )
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below

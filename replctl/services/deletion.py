@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import deletion as plan
 from replctl.core.model import Location, Segment
 from replctl.core.retirement import clocks
@@ -23,6 +24,13 @@ from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+
+
+def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: bool) -> None:
+    """What `delete --json` says of a decided cut: whether and up to where it waits, and for whom."""
+    doc["pending"] = pending
+    doc["pending_upto"] = cut_bound if pending else None
+    doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
 
 
 def delete_in(
@@ -51,6 +59,7 @@ def delete_in(
             assume_progress if ctx.dry_run else None,
         )
         segments = tx.segments(name)
+        target_segments = {t.name: tx.segments(t.name) for t in targets}
         waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
     target_upto = plan.pending_target(requested_upto, waiting.requested_upto if waiting else None)
@@ -78,11 +87,9 @@ def delete_in(
         return doc
 
     cut_bound = plan.bound(loc, target_upto)
-    cut = _decide_cut(engine, loc, targets, segments, cut_bound)
+    cut = _decide_cut(engine, loc, targets, segments, cut_bound, target_segments=target_segments)
     pending = cut.upto < cut_bound
-    doc["pending"] = pending
-    doc["pending_upto"] = cut_bound if pending else None
-    doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    _report_cut(doc, cut, cut_bound, pending=pending)
     if guard is not None:
         check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
     if ctx.dry_run:
@@ -100,8 +107,7 @@ def delete_in(
         # DEL3: a target appeared while the cut was decided; nothing was cut, the request waits for it.
         updated, pending, deferred = loc, True, True
         cut = plan.Cut(loc.deleted_upto, tuple((t, loc.deleted_upto + 1) for t in changed.names))
-        doc["pending"], doc["pending_upto"] = True, cut_bound
-        doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+        _report_cut(doc, cut, cut_bound, pending=True)
     else:
         deferred = False
     with ctx.transaction() as tx:
@@ -138,15 +144,31 @@ def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) ->
 
 
 def _decide_cut(
-    engine: Engine, loc: Location, targets: list[plan.Target], segments: list[Segment], cut_bound: int
+    engine: Engine,
+    loc: Location,
+    targets: list[plan.Target],
+    segments: list[Segment],
+    cut_bound: int,
+    *,
+    target_segments: dict[str, list[Segment]],
 ) -> plan.Cut:
-    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets."""
+    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets.
+
+    DR0: a damaged target's CVV and progress claim events its store may have lost; until it is recovered
+    (which recomputes both from what survived, DR1/DR2) it holds back everything not yet deleted.
+    """
+    damaged = {t.name for t in targets if find_damage(engine.store, target_segments[t.name])}
+    if damaged:
+        held = dict.fromkeys(damaged, loc.deleted_upto + 1)
+        others = [t for t in targets if t.name not in damaged]
+        cut = _decide_cut(engine, loc, others, segments, cut_bound, target_segments=target_segments)
+        return plan.safe_prefix(loc.deleted_upto, cut_bound, {**dict(cut.blocked_by), **held})
     unclear = plan.targets_to_scan(targets, segments, loc.deleted_upto, cut_bound)
     first_needed: dict[str, int | None] = {}
     if unclear and cut_bound > loc.deleted_upto:
         from replctl.adapters.spark.deletion import first_needed as scan
 
-        at_stake = [s.path for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
+        at_stake = [s for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
         first_needed = scan(
             engine.spark(),
             engine.store,
@@ -165,9 +187,7 @@ def _planned_dvv(engine: Engine, loc: Location, segments: list[Segment], upto: i
     if segment_cut.straddle is not None:
         from replctl.adapters.spark.deletion import dropped_lub
 
-        dvv = dvv | VectorTime(
-            dropped_lub(engine.spark(), engine.store, segment_cut.straddle.path, upto=upto)
-        )
+        dvv = dvv | VectorTime(dropped_lub(engine.spark(), engine.store, segment_cut.straddle, upto=upto))
     return dvv
 
 
@@ -207,7 +227,7 @@ def _apply_cut(
         rewritten = rewrite_from(
             engine.spark(),
             engine.store,
-            segment_cut.straddle.path,
+            segment_cut.straddle,
             cut.upto + 1,
             out_rel,
             keys=clk.vt_keys(loc.cvv),
@@ -235,7 +255,7 @@ def _apply_cut(
                     kept.count,
                     VectorTime(kept.vt_lub),
                     ctx.id,
-                    files=engine.store.segment_files(out_rel),
+                    files=record_files(engine.store, out_rel),
                 )
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
@@ -290,10 +310,10 @@ def delete(
             age = plan.parse_age(older_than)
             with ctx.transaction() as tx:
                 loc = get_location(tx, name)
-                paths = [s.path for s in tx.segments(name)]
+                segments = tx.segments(name)
             from replctl.adapters.spark.deletion import last_seq_emitted_before
 
-            found = last_seq_emitted_before(engine.spark(), engine.store, paths, datetime.now(UTC) - age)
+            found = last_seq_emitted_before(engine.spark(), engine.store, segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
         return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 

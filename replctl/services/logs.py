@@ -20,6 +20,7 @@ from typing import Any
 
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.adapters.spark.results import SegmentStats
 from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
@@ -27,7 +28,7 @@ from replctl.core.journal import Operation, Outcome
 from replctl.core.model import Role, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
@@ -195,7 +196,7 @@ def append(
                 stats.count,
                 VectorTime(stats.vt_lub),
                 ctx.id,
-                files=engine.store.segment_files(out_rel),
+                files=record_files(engine.store, out_rel),
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
@@ -405,18 +406,22 @@ def _read_events(
 ) -> Iterator[dict[str, Any]]:
     if not segments:
         return
-    if engine.store.is_local:
-        from replctl.adapters.logstore.reader import read_local
+    try:
+        if engine.store.is_local:
+            from replctl.adapters.logstore.reader import read_local
 
-        for segment in segments:
-            for e in read_local(engine.store, [segment.path], from_seq=from_seq):
-                yield {k: e[k] for k in _EVENT_KEYS}
-        return
-    from replctl.adapters.spark import jobs
+            # Each segment is read whole and counted against its row before its events are shown.
+            for segment in segments:
+                for e in read_local(engine.store, [segment], from_seq=from_seq):
+                    yield {k: e[k] for k in _EVENT_KEYS}
+            return
+        from replctl.adapters.spark import jobs
 
-    paths = [s.path for s in segments]
-    for e in jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit):
-        yield {k: e[k] for k in _EVENT_KEYS}
+        for e in jobs.read_log(engine.spark(), engine.store, segments, from_seq=from_seq, limit=limit):
+            yield {k: e[k] for k in _EVENT_KEYS}
+    except DamagedLog as damaged:
+        # Found by the read itself (a file lost or changed after the census): the census's refusal.
+        raise EnvironmentFailure(damaged.message, code="store-damaged", hint=damaged.hint) from damaged
 
 
 def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]:

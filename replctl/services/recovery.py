@@ -14,11 +14,11 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
@@ -28,7 +28,7 @@ from replctl.failpoints import hit
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
-from replctl.services.replication import run_pass
+from replctl.services.replication import DAMAGED, run_pass
 from replctl.services.topology import load_state
 
 
@@ -66,22 +66,11 @@ def drill(
         if ctx.dry_run:
             return doc
         if split.straddle is not None:
-            from replctl.adapters.spark.recovery import truncate_below
+            from replctl.adapters.logstore.drill import cut_files
 
-            # Rewrite in place: write the survivors aside, then swap directories, as a torn disk would leave it.
-            aside = engine.store.new_segment_path(name, split.straddle.seq_lo)
-            truncate_below(
-                engine.spark(),
-                engine.store,
-                split.straddle.path,
-                from_seq,
-                aside,
-                keys=sorted(split.straddle.vt_lub),
-            )
-            target = engine.store.local_path(split.straddle.path)
-            shutil.rmtree(target, ignore_errors=True)
-            if engine.store.exists(aside):
-                shutil.move(str(engine.store.local_path(aside)), str(target))
+            # In place, file by file, as a torn disk would leave it: files wholly from SEQ on go, the one
+            # holding SEQ keeps its earlier rows under its own name.
+            cut_files(engine.store, split.straddle, from_seq)
         for seg in split.lost:
             engine.store.remove(seg.path)
         with ctx.transaction() as tx:
@@ -200,13 +189,13 @@ def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> 
 
 
 def _find_loss(engine: Engine, segments: list[Segment], declared: int | None) -> int | None:
-    """DR0: the declared first lost seq, or the first segment the store no longer holds in full."""
+    """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
+    counts from its start: what follows it is not claimed as held)."""
     found = None
     if segments:
         from replctl.adapters.spark.recovery import census
 
-        stored = census(engine.spark(), engine.store, [s.path for s in segments])
-        found = dr.lost_from(dr.Census(s, *stored.get(s.path, (None, None))) for s in segments)
+        found = dr.lost_from(segments, census(engine.spark(), engine.store, segments))
     if declared is None:
         return found
     return declared if found is None else min(declared, found)
@@ -238,7 +227,7 @@ def _recover_metadata(
         kept_stats = truncate_below(
             engine.spark(),
             engine.store,
-            split.straddle.path,
+            split.straddle,
             first_lost,
             out_rel,
             keys=clk.vt_keys(loc.cvv),
@@ -272,7 +261,7 @@ def _recover_metadata(
                 kept_stats.count,
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
-                files=engine.store.segment_files(out_rel),
+                files=record_files(engine.store, out_rel),
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
@@ -314,6 +303,7 @@ def _event_recovery(
     sources, refused = dr.eligible_sources(state, name, connections, or_origin)
     pending = list(sources)
     rounds: list[dict[str, Any]] = []
+    damaged: list[dict[str, Any]] = []
     while pending and not ctx.dry_run:
         ready = dr.ready_sources(pending, dvvs, cvv)
         if not ready:
@@ -323,6 +313,13 @@ def _event_recovery(
             report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
             written += report.written
             pending.remove(source)
+            if report.action == DAMAGED:
+                # DR0: a damaged source served nothing; the recovery is not complete without it, and a
+                # re-run once that source is recovered reads it (its connection is not blocked: DR5 is
+                # about what the source deleted, not about its store).
+                damaged.append(
+                    {"source": source.name, "rule": "DR0", "reason": report.reason or "", "missing": {}}
+                )
         rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
         with ctx.transaction() as tx:
             cvv = get_location(tx, name).cvv
@@ -339,6 +336,7 @@ def _event_recovery(
     refused += [dr.dr4_refusal(s.name, dvvs[s.name], cvv, name) for s in pending]
     doc["rounds"] = rounds
     _settle_refused(ctx, name, refused, accept_loss=accept_loss, dvvs=dvvs, doc=doc)
+    doc["refused"] += damaged
 
 
 def _settle_refused(

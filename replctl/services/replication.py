@@ -11,14 +11,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.core.damage import copy_differs
 from replctl.core.deletion import PassOutlook, changed_logs
-from replctl.core.model import Connection, ConnectionState, Location, Segment
+from replctl.core.model import Connection, ConnectionState, Location, Segment, SegmentFile
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter, EnvironmentFailure, LockHeld, UnknownName
+from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, LockHeld, UnknownName
 from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
 from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
@@ -92,8 +94,12 @@ def run_pass(
     *,
     recovery_filter: str | None = None,
     recovery: bool = False,
+    damage_waits: bool = True,
 ) -> PassReport:
     """Plan and, unless dry, execute one pass; commits in one transaction.
+
+    Damage the pass's read finds (DamagedLog) makes it wait like damage the census finds (action
+    `damaged`), or, without `damage_waits`, is raised.
 
     A recovery pass (DR4) reads with `recovery_filter` (DR3: none, or the filter OR-ed with `origin = A`)
     whatever the connection's state, and leaves the connection active. A pass whose connection was changed
@@ -102,6 +108,21 @@ def run_pass(
     try:
         return _run_pass(
             ctx, engine, source_name, target_name, recovery_filter=recovery_filter, recovery=recovery
+        )
+    except DamagedLog as damaged:
+        if not damage_waits:
+            raise
+        # Found by the pass's own read (issue 19: a file lost or changed after the census): nothing was
+        # written or committed; the pass waits for the recovery as one the census stopped does (DR0).
+        with ctx.transaction() as tx:
+            conn = tx.connection(source_name, target_name)
+        return PassReport(
+            source_name,
+            target_name,
+            conn.state.value if conn is not None else ConnectionState.REMOVED.value,
+            DAMAGED,
+            progress=conn.progress if conn is not None else 0,
+            reason=f"waits: {damaged.message}; run: replctl recover location {damaged.location}",
         )
     except ConnectionChanged as changed:
         ctx.mark_incomplete()
@@ -211,7 +232,7 @@ def _run_pass(
         engine,
         conn,
         PassSpec(
-            source_segments=[s.path for s in plan.segments],
+            source_segments=list(plan.segments),
             progress=conn.progress,
             target_cvv=target.cvv.to_dict(),
             filter_sql=recovery_filter if recovery else conn.filter,
@@ -234,7 +255,7 @@ def _run_pass(
             activate=plan.activate or was_failed,
             target=target,
             out_rel=out_rel,
-            files=engine.store.segment_files(out_rel),
+            files=record_files(engine.store, out_rel),
             result=job,
             base=base,
         )
@@ -313,7 +334,7 @@ def _commit_run(
     activate: bool,
     target: Location,
     out_rel: str,
-    files: dict[str, int] | None,
+    files: tuple[SegmentFile, ...] | None,
     result: PassResult,
     base: PassReport,
 ) -> PassReport:
@@ -423,17 +444,31 @@ def _check_skipped_admission(
 
 def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, base: PassReport) -> PassReport:
     """Fast bootstrap: copy X's segment files verbatim; the catalog ends as an ordinary pass would leave it."""
-    copied = []
-    for seg in plan.segments:
-        out_rel = engine.store.new_segment_path(conn.target, seg.seq_lo)
-        engine.store.copy_segment(seg.path, out_rel)
-        copied.append((seg, out_rel))
-    hit("replicate.after-write")
-    count = sum(seg.count for seg, _ in copied)
+    copied: list[tuple[Segment, str, tuple[SegmentFile, ...] | None]] = []
     try:
-        _commit_copy(ctx, engine, conn, plan=plan, copied=copied, count=count)
+        for seg in plan.segments:
+            out_rel = engine.store.new_segment_path(conn.target, seg.seq_lo)
+            # Only the files the row names (issue 19): a stray file in the folder is not the segment's.
+            engine.store.copy_segment(seg.path, out_rel, seg.file_names)
+            copied.append((seg, out_rel, None))
+            files = record_files(engine.store, out_rel)
+            why = None if files is None else copy_differs(seg, files)
+            if why is not None:
+                raise DamagedLog(
+                    conn.source,
+                    f"{conn.source}'s log is damaged: segment {seg.path} (from seq {seg.seq_lo}): {why}; "
+                    "nothing was copied (DR0)",
+                )
+            copied[-1] = (seg, out_rel, files)
+    except (DamagedLog, EnvironmentFailure):
+        _discard(engine, [out_rel for _, out_rel, _ in copied])
+        raise
+    hit("replicate.after-write")
+    count = sum(seg.count for seg, _, _ in copied)
+    try:
+        _commit_copy(ctx, conn, plan=plan, copied=copied, count=count)
     except ConnectionChanged:
-        _discard(engine, [out_rel for _, out_rel in copied])
+        _discard(engine, [out_rel for _, out_rel, _ in copied])
         raise
     hit("replicate.after-commit")
     return replace(
@@ -448,29 +483,23 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
 
 def _commit_copy(
     ctx: OperationContext,
-    engine: Engine,
     conn: Connection,
     *,
     plan: Any,
-    copied: list[tuple[Segment, str]],
+    copied: list[tuple[Segment, str, tuple[SegmentFile, ...] | None]],
     count: int,
 ) -> None:
     """Commit a copy: the target's rows, seq and CVV and the progress, over the planned connection row."""
     with ctx.transaction() as tx:
         target = get_location(tx, conn.target)
-        for seg, out_rel in copied:
+        for seg, out_rel, files in copied:
             tx.add_segment(
-                conn.target,
-                out_rel,
-                seg.seq_lo,
-                seg.seq_hi,
-                seg.count,
-                seg.vt_lub,
-                ctx.id,
-                files=engine.store.segment_files(out_rel),
+                conn.target, out_rel, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, ctx.id, files=files
             )
         tx.put_location(
-            replace(target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _ in copied)))
+            replace(
+                target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _, _ in copied))
+            )
         )
         _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         ctx.step(
@@ -523,7 +552,8 @@ def replicate_one(
             target_segments = tx.segments(target)
         refuse_damaged(engine.store, source, source_segments)
         refuse_unwritable(engine.store, target_loc, target_segments)
-        report = run_pass(ctx, engine, source, target)
+        # Damage the pass's own read finds is the census's refusal above (exit 4, DR0), not a waiting pass.
+        report = run_pass(ctx, engine, source, target, damage_waits=False)
         outlook = _outlook([report], connections=None) if dry_run else None
         deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook)
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}

@@ -9,6 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from clitool import Replctl
 
+from replctl import failpoints
+
 pytestmark = pytest.mark.spark
 
 
@@ -162,6 +164,35 @@ def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl
         f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the manifest's"
     )
     assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+
+
+def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothing(rc: Replctl) -> None:
+    # Issue 19: the restore compares each copy it made with the manifest's digest, not only the backup's own
+    # copy before it starts; a file changed in between (here once the leases are held) restores nothing.
+    two_locations(rc)
+    rc.append("A", "a1")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    path = rc.json("backup", "show", made["id"])["backup"]["segments"][0]["path"]
+    rc.append("A", "a2")
+    before = rc.snapshot()
+    folders = sorted(p.name for p in (rc.store / "A").iterdir())
+
+    def tamper() -> None:
+        for file in (rc.backups / "segments" / path).rglob("*.parquet"):
+            file.write_bytes(b"damaged")
+
+    with failpoints.calling("operation.after-lease", tamper) as ran:
+        refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert ran == ["operation.after-lease"]
+    assert refused["error"] == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: the copy of {path} differs from the manifest's digest; "
+        "nothing was restored (BK2)",
+        "hint": f"replctl backup verify {made['id']}",
+    }
+    assert rc.snapshot() == before
+    assert rc.keys("A") == ["a1", "a2"]
+    assert sorted(p.name for p in (rc.store / "A").iterdir()) == folders  # the copy made was removed
 
 
 def test_a_deletion_that_would_leave_b_unrecoverable_is_refused_until_b_is_backed_up(rc: Replctl) -> None:

@@ -88,7 +88,15 @@ _JIT_OPTIONS = (
 )
 # Set in every session replctl builds, after the operator's --spark-conf: Spark would otherwise expand
 # ${env:...} and ${system:...} in a filter, handing the environment (the catalog password) to an expression.
-FORCED_CONF: dict[str, str] = {"spark.sql.variable.substitute": "false"}
+# Adaptive execution must not replace a stage that turned out empty by an empty relation: the plan it leaves
+# no longer holds the reads' row-count observations, so a read whose filter kept nothing (a `log show` page
+# past the end) would have no count to compare with its segment rows (issue 19, DR0).
+FORCED_CONF: dict[str, str] = {
+    "spark.sql.variable.substitute": "false",
+    "spark.sql.adaptive.optimizer.excludedRules": (
+        "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
+    ),
+}
 # Spark's log4j output: errors only, on stderr (see the file for why).
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
