@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pytest
 from clitool import Replctl
 
 from replctl import failpoints
+from replctl.localfiles import digest
 
 pytestmark = pytest.mark.spark
 
@@ -273,15 +275,40 @@ def _give_the_second_event_the_first_seq(segment: Path) -> None:
     pq.write_table(table, part)
 
 
-def test_backup_verify_refuses_a_backup_whose_events_break_i7_although_its_digests_match(rc: Replctl) -> None:
-    # The backup copied a live segment that was already wrong: every digest matches the manifest, but the
-    # backup's events assign seq 1 twice (I7), and the segment disagrees with its manifest entry.
+def test_backup_create_refuses_a_log_whose_segment_differs_from_its_row_dr0(rc: Replctl) -> None:
+    # A backup of a damaged log would hold other events than its manifest says: refused, nothing written.
     rc("location", "add", "A")
     rc.append("A", "a1", "a2")
     (segment,) = [p for p in (rc.store / "A").iterdir() if p.is_dir()]
     _give_the_second_event_the_first_seq(segment)
+    out = rc.json("backup", "create", "A", expect=4)
+    assert out["error"] == {
+        "code": "damaged",
+        "message": "A's log is damaged: 1 catalogued segment(s) from seq 1 on are missing from the store or "
+        f"differ from their catalog rows (files differ at A/{segment.name}); it is neither read nor written "
+        "until it is recovered (DR0)",
+        "hint": "replctl recover location A",
+    }
+    assert rc.json("backup", "list")["backups"] == []
+
+
+def test_backup_verify_refuses_a_backup_whose_events_break_i7_although_its_digests_match(rc: Replctl) -> None:
+    # A backup written wrong by a faulty tool, its manifest's digests taken of what it wrote: every digest
+    # matches, but the backup's events assign seq 1 twice (I7) and the segment disagrees with its entry.
+    # (A live log changed this way is damage: the census refuses to back it up, DR0.)
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    (segment,) = [p for p in (rc.store / "A").iterdir() if p.is_dir()]
     made = rc.json("backup", "create", "A")["backups"][0]
     path = f"A/{segment.name}"
+    copy = rc.backups / "segments" / path
+    _give_the_second_event_the_first_seq(copy)
+    manifest_file = rc.backups / "manifests" / f"{made['id']}.json"
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    (entry,) = manifest["segments"]
+    entry["digest"] = digest(copy)
+    entry["bytes"] = sum(f.stat().st_size for f in copy.iterdir())
+    manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
     out = rc.json("backup", "verify", expect=6)
     i7 = "violation [I7] at seq 1: seq 1 is assigned twice"
     seg = f"violation [SEG] at seq 1: segment {path} holds seq 1..1 (2 events); the manifest says 1..2 (2 events)"
