@@ -8,7 +8,9 @@
     │   └── BadFilter             code "bad-filter", with the position of the error
     ├── Refused (3)               a rule refused; nothing was changed; code is the rule id ("F1", "DEL3")
     ├── LockHeld (4)              another operation holds the lease (or the location is recovering)
+    │   └── DamagedLog            code "damaged": a log's store differs from its catalog rows (DR0)
     ├── Incomplete (5)            part was done, the rest is pending
+    ├── Interrupted (130)         Ctrl-C: the steps journalled so far are committed, nothing after them
     └── EnvironmentFailure (6)    catalog, store or Spark unreachable or inconsistent
         └── CatalogOutdated       the catalog is at an older Alembic revision
 
@@ -86,11 +88,30 @@ class LockHeld(ReplctlError):
     default_code = "lock-held"
 
 
+class DamagedLog(LockHeld):
+    """A log whose stored segments differ from their catalog rows (DR0): nothing is decided from it or
+    written to it until `replctl recover location` has run (exit 4), whether the census or a read found it."""
+
+    default_code = "damaged"
+
+    def __init__(self, location: str, message: str) -> None:
+        super().__init__(message, hint=f"replctl recover location {location}")
+        self.location = location
+
+
 class Incomplete(ReplctlError):
     """Part was done, the rest is pending (exit 5)."""
 
     exit_code = 5
     default_code = "incomplete"
+
+
+class Interrupted(ReplctlError):
+    """Ctrl-C (SIGINT) stopped the command; every step before it is committed, nothing after (exit 130, as a
+    shell reports a process ended by SIGINT)."""
+
+    exit_code = 130
+    default_code = "interrupted"
 
 
 class EnvironmentFailure(ReplctlError):

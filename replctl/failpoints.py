@@ -32,6 +32,8 @@ from pathlib import Path
 # name -> what is committed and what is not when a process dies there.
 POINTS: dict[str, str] = {
     "operation.after-lease": "leases taken and journalled as running; nothing done",
+    "damage.before-refusal": "the census found the log damaged (DR0); the refusal (exit 4) not yet given: "
+    "nothing written",
     "append.after-write": "the new segment written, the catalog not: an orphan",
     "replicate.after-write": "one pass's segment written, its rows and progress not: an orphan",
     "replicate.after-commit": "one pass committed (rows, CVV, progress); the next not begun",
@@ -41,6 +43,7 @@ POINTS: dict[str, str] = {
     "delete.after-commit": "the cut committed (rows, DVV, deleted_upto); the dropped files not yet removed",
     "backup.after-copy": "one segment copied into the backup store, the manifest not written: no backup yet",
     "restore.after-copy": "the backup's segments copied into the log store, the catalog not: orphans",
+    "recover.after-census": "the loss found (DR0); the location not yet marked recovering, nothing changed",
     "recover.before-metadata": "survivors of a straddling segment written, the catalog not: an orphan",
     "recover.after-metadata": "the location recovering with its metadata reset; lost files not yet removed",
     "recover.before-end": "events recovered; the clock floor (DR1) not yet applied",

@@ -518,7 +518,7 @@ def pending_html(doc: Mapping[str, Any]) -> str:
         rows = "".join(
             f'<tr data-location="{_text(p["location"])}"><td>{_text(p["location"])}</td>'
             f'<td class="num">{_text(p["requested_upto"])}</td>'
-            f'<td class="held-by">{_text(", ".join(p["blocked_by"]))}</td></tr>'
+            f'<td class="held-by">{_text(", ".join(b["target"] for b in p["blocked_by"]))}</td></tr>'
             for p in deletions
         )
         parts.append(

@@ -5,42 +5,80 @@ relative path (segments are immutable and their names unique, so one copy serves
 and `<root>/manifests/<backup id>.json` the manifests. A segment is copied into a hidden temporary folder and
 renamed into place, and the manifest is written last, atomically: a crash leaves at most unreferenced files,
 never a manifest naming a missing or half-written segment.
+
+The root is a URI like the log store's (`adapters.logstore`): a path or `file://` is worked on with the local
+file system; any other scheme the log store takes (`hdfs://`, `s3a://`, ...) through pyarrow's file systems,
+as the log store removes remote segments. A move on an object store is not atomic, so there a copy no manifest
+lists yet is copied again rather than trusted: the manifest stays the only proof that a copy is whole.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import shutil
 import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlparse
 
-from replctl.core.backups import Manifest
+from replctl.adapters.logstore import LogStore, arrow_uri
+from replctl.core.backups import Manifest, age_order
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import digest, write_atomically
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 _CHUNK = 1 << 20
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-class BackupStore:
-    """Segment copies and manifests of backups under one local root (a path or `file://`)."""
+def _is_data(relative: str) -> bool:
+    # `_SUCCESS` markers and Hadoop's `.crc` side files are not data: readers skip them (LogStore.segment_files).
+    return not any(part.startswith(("_", ".")) for part in relative.split("/"))
 
-    def __init__(self, root: str | Path) -> None:
-        text = str(root)
+
+class BackupStore:
+    """Segment copies and manifests of backups under one root: a local path, `file://`, or a remote URI."""
+
+    def __init__(self, root: str | Path, *, filesystem: pafs.FileSystem | None = None) -> None:
+        """`filesystem` works on `root` (a path within it) through that pyarrow file system, as a remote store
+        is worked on; None chooses by the URI's scheme."""
+        text = str(root).rstrip("/") or "/"
+        self._fs: pafs.FileSystem | None = filesystem
+        self._base = text
+        self.uri = text
+        self.root = Path(text)
+        if filesystem is not None:
+            return
         if not _SCHEME.match(text):
             self.root = Path(text).resolve()
         elif urlparse(text).scheme == "file":
             self.root = Path(unquote(urlparse(text).path))
         else:
-            raise EnvironmentFailure(
-                f"the backup store {text} is not on the local file system; only local backup stores "
-                f"(a path or file://) are supported so far",
-                code="backup-store",
-            )
+            import pyarrow.fs as pafs
+
+            try:
+                self._fs, self._base = pafs.FileSystem.from_uri(arrow_uri(text))
+            except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
+                raise EnvironmentFailure(
+                    f"cannot open the backup store {text}: {exc}",
+                    code="backup-store",
+                    hint="check backup_store (or --to): a path, file://, or a URI the log store could use",
+                ) from exc
+        if self._fs is None:
+            self.uri = self.root.as_uri()
+
+    @property
+    def is_local(self) -> bool:
+        """True for a store worked on with the local file system (a path or `file://`)."""
+        return self._fs is None
 
     def _segment(self, path: str) -> Path:
         return self.root.joinpath("segments", *path.split("/"))
@@ -48,91 +86,138 @@ class BackupStore:
     def _manifest(self, backup_id: str) -> Path:
         return self.root / "manifests" / f"{backup_id}.json"
 
-    def has_segment(self, path: str) -> bool:
-        """Whether a complete copy of the segment at log-store path `path` is held."""
-        return self._segment(path).is_dir()
+    def _remote(self, *parts: str) -> str:
+        return "/".join([self._base.rstrip("/"), *parts])
 
-    def put_segment(self, source: Path, path: str) -> tuple[int, str]:
-        """Copy the segment folder `source` in as `path`; returns (bytes, digest) of the copy, computed while
-        copying so that every byte is read once. The folder appears only when whole (rename)."""
-        target = self._segment(path)
-        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    def has_segment(self, path: str) -> bool:
+        """Whether a complete copy of the segment at log-store path `path` is held (remote: never trusted
+        without a manifest, see the module docstring)."""
+        return self._fs is None and self._segment(path).is_dir()
+
+    def put_segment(self, source: LogStore, path: str, names: Sequence[str] | None = None) -> tuple[int, str]:
+        """Copy the data files `names` of segment `path` of the log store `source` in as `path` (None: every
+        data file of the folder, for a row that does not name its files; a file the row does not name is not
+        the segment's, issue 19); returns (bytes, digest) of the copy, computed while copying so that every
+        byte is read once. The folder appears only when whole (a rename; remote: a move, and the manifest
+        vouches for it).
+
+        Only data files are copied (`_is_data`): the manifest's digest covers every byte the backup holds.
+        `_SUCCESS` and `.crc` made three of the four files of a Spark-written segment, and creating files is
+        what a copy of small segments spends its time on.
+        """
+        target = f"segments/{path}"
+        temporary = f"segments/{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex[:8]}.tmp"
+        whole = hashlib.sha256()
+        size = 0
         try:
-            temporary.mkdir(parents=True)
-            whole = hashlib.sha256()
-            size = 0
-            # The same digest as `localfiles.digest` of a folder: relative path and content of each file, sorted.
-            for file in sorted(p for p in source.rglob("*") if p.is_file()):
-                relative = file.relative_to(source)
-                out = temporary / relative
-                out.parent.mkdir(parents=True, exist_ok=True)
+            self._make_folder(temporary)
+            # The same digest as `segment_digest` of the copy: relative path and content of each file, sorted.
+            for relative, opened in _source_files(source, path, names):
                 sha = hashlib.sha256()
-                with file.open("rb") as src, out.open("xb") as dst:
+                if "/" in relative:
+                    self._make_folder(f"{temporary}/{relative.rsplit('/', 1)[0]}", exist_ok=True)
+                with opened() as src, self._create(f"{temporary}/{relative}") as dst:
                     while chunk := src.read(_CHUNK):
                         sha.update(chunk)
                         dst.write(chunk)
                         size += len(chunk)
-                whole.update(relative.as_posix().encode() + b"\0")
+                whole.update(relative.encode() + b"\0")
                 whole.update(sha.hexdigest().encode() + b"\n")
-            temporary.rename(target)
+            if self._fs is not None:
+                # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
+                self._remove_folder(target, missing_ok=True)
+            self._move(temporary, target)
         except OSError as exc:
-            shutil.rmtree(temporary, ignore_errors=True)
+            with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
+                self._remove_folder(temporary, missing_ok=True)
             raise EnvironmentFailure(
-                f"cannot copy {source} into the backup store: {exc}", code="backup-store"
+                f"cannot copy {source.uri(path)} into the backup store {self.uri}: {exc}", code="backup-store"
             ) from exc
         return size, whole.hexdigest()
 
     def segment_digest(self, path: str) -> str | None:
         """The digest of a held segment copy (as `put_segment` returns it), None when it is missing."""
-        try:
-            return digest(self._segment(path))
-        except OSError as exc:
-            raise EnvironmentFailure(
-                f"cannot read the backup copy of {path}: {exc}", code="backup-store"
-            ) from exc
+        with _failing(f"cannot read the backup copy of {path}"):
+            if self._fs is None:
+                return digest(self._segment(path))
+            return self._remote_digest(f"segments/{path}")
 
-    def segment_folder(self, path: str) -> Path:
-        """The folder of a held segment copy."""
-        return self._segment(path)
+    def segment_bytes(self, path: str) -> int:
+        """The bytes of a held segment copy's files."""
+        with _failing(f"cannot read the backup copy of {path}"):
+            if self._fs is None:
+                return sum(p.stat().st_size for p in self._segment(path).rglob("*") if p.is_file())
+            return sum(info.size or 0 for _, info in self._remote_files(f"segments/{path}"))
+
+    def segment_store(self) -> LogStore:
+        """The segment copies seen as a log store (same relative paths), for `backup verify` to read the
+        backup's events with the code that reads live logs, without touching the live log."""
+        return LogStore(self.root / "segments" if self._fs is None else f"{self.uri}/segments")
+
+    def copy_segment_to(self, path: str, store: LogStore, relative: str) -> None:
+        """Copy a held segment into the log store `store` as `relative` (BK2's restore)."""
+        if self._fs is None:
+            store.copy_folder_in(self._segment(path), relative)
+            return
+        target = store.local_path(relative)  # a remote backup restores into a local log store
+        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            temporary.mkdir(parents=True)
+            for name, _ in self._remote_files(f"segments/{path}"):
+                out = temporary.joinpath(*name.split("/"))
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with (
+                    self._fs.open_input_stream(self._remote("segments", path, name)) as src,
+                    out.open("xb") as dst,
+                ):
+                    while chunk := src.read(_CHUNK):
+                        dst.write(chunk)
+            temporary.rename(target)
+        except OSError as exc:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise EnvironmentFailure(
+                f"cannot copy the backup copy of {path} to {store.uri(relative)}: {exc}", code="store"
+            ) from exc
 
     def remove_segment(self, path: str) -> None:
         """Remove a segment copy; removing what is absent is not an error."""
-        try:
-            shutil.rmtree(self._segment(path), ignore_errors=False)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise EnvironmentFailure(
-                f"cannot remove the backup copy of {path}: {exc}", code="backup-store"
-            ) from exc
+        with _failing(f"cannot remove the backup copy of {path}"):
+            self._remove_folder(f"segments/{path}", missing_ok=True)
 
     def put_manifest(self, manifest: Manifest) -> None:
         """Write a manifest last and atomically: from then on the backup exists."""
-        target = self._manifest(manifest.id)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(target, json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n")
-        except OSError as exc:
-            raise EnvironmentFailure(
-                f"cannot write the manifest {target}: {exc}", code="backup-store"
-            ) from exc
+        text = json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n"
+        with _failing(f"cannot write the manifest of {manifest.id} in {self.uri}"):
+            if self._fs is None:
+                target = self._manifest(manifest.id)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(target, text)
+                return
+            temporary = f"manifests/.{manifest.id}.{uuid.uuid4().hex[:8]}.tmp"
+            self._fs.create_dir(self._remote("manifests"), recursive=True)
+            with self._fs.open_output_stream(self._remote(temporary)) as out:
+                out.write(text.encode("utf-8"))
+            # One object: a move (copy, then delete on an object store) shows all of it or none.
+            self._fs.move(self._remote(temporary), self._remote("manifests", f"{manifest.id}.json"))
 
     def remove_manifest(self, backup_id: str) -> None:
         """Remove a manifest: the backup stops existing (its files are removed after, by the caller)."""
-        try:
-            self._manifest(backup_id).unlink(missing_ok=True)
-        except OSError as exc:
-            raise EnvironmentFailure(
-                f"cannot remove the backup {backup_id}: {exc}", code="backup-store"
-            ) from exc
+        with _failing(f"cannot remove the backup {backup_id}"):
+            if self._fs is None:
+                self._manifest(backup_id).unlink(missing_ok=True)
+            elif self._info(f"manifests/{backup_id}.json").type != _file_type("NotFound"):
+                self._fs.delete_file(self._remote("manifests", f"{backup_id}.json"))
 
     def manifest(self, backup_id: str) -> Manifest | None:
         """One backup's manifest, None when there is none; a damaged manifest is an environment failure."""
         if not _ID.match(backup_id):
             return None
-        path = self._manifest(backup_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            if self._fs is None:
+                text = self._manifest(backup_id).read_text(encoding="utf-8")
+            else:
+                with self._fs.open_input_stream(self._remote("manifests", f"{backup_id}.json")) as src:
+                    text = src.read().decode("utf-8")
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -146,10 +231,148 @@ class BackupStore:
                 f"the manifest of backup {backup_id} is damaged: {exc}", code="backup-damaged"
             ) from exc
 
-    def manifests(self) -> list[Manifest]:
-        """Every complete backup (one with a manifest), oldest first."""
-        folder = self.root / "manifests"
-        if not folder.is_dir():
+    def manifests(self, location: str | None = None) -> list[Manifest]:
+        """Every complete backup (one with a manifest), oldest first; only `location`'s when given.
+
+        A backup id starts with its location (`core.backups.backup_id`), so the other locations' manifests
+        are not even read: a backup's cost does not grow with the backups of other locations.
+        """
+        prefix = "" if location is None else f"{location}-"
+        found = [
+            self.manifest(name.removesuffix(".json"))
+            for name in self._manifest_names()
+            if name.endswith(".json") and name.startswith(prefix) and _ID.match(name.removesuffix(".json"))
+        ]
+        return sorted(
+            (m for m in found if m is not None and location in (None, m.location)),
+            key=age_order,
+        )
+
+    # --- the file operations, local or through pyarrow ----------------------------------------------------
+
+    def _manifest_names(self) -> list[str]:
+        with _failing(f"cannot list the backups in {self.uri}"):
+            if self._fs is None:
+                folder = self.root / "manifests"
+                return [p.name for p in folder.iterdir()] if folder.is_dir() else []
+            return [name for name, _ in self._remote_files("manifests", recursive=False)]
+
+    def _info(self, relative: str) -> pafs.FileInfo:
+        assert self._fs is not None
+        return self._fs.get_file_info(self._remote(relative))
+
+    def _remote_files(self, relative: str, *, recursive: bool = True) -> list[tuple[str, pafs.FileInfo]]:
+        """The files under a remote folder as (path relative to it, info), sorted; [] when it is absent."""
+        import pyarrow.fs as pafs
+
+        assert self._fs is not None
+        base = self._remote(relative)
+        if self._fs.get_file_info(base).type != pafs.FileType.Directory:
             return []
-        found = [self.manifest(p.stem) for p in folder.iterdir() if p.suffix == ".json" and _ID.match(p.stem)]
-        return sorted((m for m in found if m is not None), key=lambda m: (m.created_at, m.id))
+        found = self._fs.get_file_info(pafs.FileSelector(base, recursive=recursive))
+        files = [(i.path[len(base) :].lstrip("/"), i) for i in found if i.type == pafs.FileType.File]
+        return sorted(files)
+
+    def _remote_digest(self, relative: str) -> str | None:
+        assert self._fs is not None
+        files = self._remote_files(relative)
+        if not files and self._info(relative).type == _file_type("NotFound"):
+            return None
+        whole = hashlib.sha256()
+        for name, _ in files:
+            sha = hashlib.sha256()
+            with self._fs.open_input_stream(self._remote(relative, name)) as src:
+                while chunk := src.read(_CHUNK):
+                    sha.update(chunk)
+            whole.update(name.encode() + b"\0")
+            whole.update(sha.hexdigest().encode() + b"\n")
+        return whole.hexdigest()
+
+    def _make_folder(self, relative: str, *, exist_ok: bool = False) -> None:
+        if self._fs is None:
+            self.root.joinpath(*relative.split("/")).mkdir(parents=True, exist_ok=exist_ok)
+        else:
+            self._fs.create_dir(self._remote(relative), recursive=True)
+
+    def _create(self, relative: str) -> BinaryIO:
+        if self._fs is None:
+            return self.root.joinpath(*relative.split("/")).open("xb")
+        stream: BinaryIO = self._fs.open_output_stream(self._remote(relative))
+        return stream
+
+    def _move(self, source: str, target: str) -> None:
+        if self._fs is None:
+            self.root.joinpath(*source.split("/")).rename(self.root.joinpath(*target.split("/")))
+        else:
+            self._fs.move(self._remote(source), self._remote(target))
+
+    def _remove_folder(self, relative: str, *, missing_ok: bool) -> None:
+        if self._fs is None:
+            try:
+                shutil.rmtree(self.root.joinpath(*relative.split("/")))
+            except FileNotFoundError:
+                if not missing_ok:
+                    raise
+            return
+        if self._info(relative).type == _file_type("NotFound") and missing_ok:
+            return
+        self._fs.delete_dir(self._remote(relative))
+
+
+@contextmanager
+def _failing(what: str) -> Iterator[None]:
+    """Translate a file-system failure into an environment failure (exit 6) that says what was being done."""
+    try:
+        yield
+    except OSError as exc:  # ArrowIOError derives from it
+        raise EnvironmentFailure(f"{what}: {exc}", code="backup-store") from exc
+
+
+def _file_type(name: str) -> pafs.FileType:
+    import pyarrow.fs as pafs
+
+    found: pafs.FileType = getattr(pafs.FileType, name)
+    return found
+
+
+def _source_files(
+    source: LogStore, path: str, names: Sequence[str] | None
+) -> Iterator[tuple[str, Callable[[], BinaryIO]]]:
+    """The data files of a log-store segment as (relative name, opener), sorted by name; the opener opens
+    the file when called, so files are opened one at a time. Only `names` when the row names its files."""
+    if names is not None:
+        for name in sorted(names):
+            if source.is_local:
+                yield name, _opener(source.local_path(path) / name)
+            else:
+                yield name, _remote_opener(source, f"{path}/{name}")
+        return
+    if source.is_local:
+        folder = source.local_path(path)
+        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+            relative = file.relative_to(folder).as_posix()
+            if _is_data(relative):
+                yield relative, _opener(file)
+        return
+    import pyarrow.fs as pafs
+
+    fs, base = pafs.FileSystem.from_uri(arrow_uri(source.uri(path)))
+    found = fs.get_file_info(pafs.FileSelector(base, recursive=True))
+    for info in sorted(found, key=lambda i: i.path):
+        relative = info.path[len(base) :].lstrip("/")
+        if info.type == pafs.FileType.File and _is_data(relative):
+            yield relative, functools.partial(fs.open_input_stream, info.path)
+
+
+def _remote_opener(source: LogStore, relative: str) -> Callable[[], BinaryIO]:
+    import pyarrow.fs as pafs
+
+    fs, file = pafs.FileSystem.from_uri(arrow_uri(source.uri(relative)))
+    return functools.partial(fs.open_input_stream, file)
+
+
+def _opener(file: Path) -> Callable[[], BinaryIO]:
+    def open_for_reading() -> BinaryIO:
+        return file.open("rb")
+
+    return open_for_reading

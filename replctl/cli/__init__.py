@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from replctl import __version__
 from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
+from replctl.cli.helpwords import speak_in_words
 from replctl.cli.output import emit_error
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
@@ -95,6 +96,7 @@ class RootGroup(TyperGroup):
         error document itself.
         """
         argv = list(sys.argv[1:] if args is None else args)
+        speak_in_words(self)  # help in words, not Python types (issue 18)
         if not standalone_mode or not wants_json(argv):
             return super().main(argv, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         # Typer vendors Click and exports no usage-error class; this is the base of Click's usage errors.

@@ -41,6 +41,9 @@ def create(
     to: Annotated[
         str | None, typer.Option("--to", metavar="URI", help="Backup store (default: backup_store).")
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show which segments would be copied or reused; copy nothing.")
+    ] = False,
 ) -> None:
     """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
 
@@ -49,20 +52,30 @@ def create(
         from replctl.services import backups
 
         target = BackupStore(to) if to else app.backups()
-        return backups.create(app.catalog(), app.store(), target, list(locations or []), reason=app.reason)
+        return backups.create(
+            app.catalog(),
+            app.store(),
+            target,
+            list(locations or []),
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
+        )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
             emit_json({"ok": True, **out})
             return
         for b in out["backups"]:
+            head = (
+                f"would back up {b['location']}" if out["dry_run"] else f"backup {b['id']}: {b['location']}"
+            )
             stdout().print(
-                f"backup {b['id']}: {b['location']} at seq {b['seq']}, {b['events']} event(s) in "
-                f"{b['segments']} segment(s), {b['segments_reused']} reused",
+                f"{head} at seq {b['seq']}, {b['events']} event(s) in {b['segments']} segment(s), "
+                f"{b['segments_reused']} reused, {len(b['copied'])} copied ({b['bytes_copied']} bytes)",
                 markup=False,
             )
 
-    run(ctx, action, render, effect=Effect.UNPLANNED)
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @app.command("list")
@@ -131,23 +144,29 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
 
 @app.command("verify")
 def verify(
-    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="[ID]...")] = None
+    ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None
 ) -> None:
-    """Check every segment copy of the backups (default: all) against its manifest's digest; exit 6 if damaged."""
+    """Check the backups (default: all): every segment copy against its manifest's digest, and the invariants
+    I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
     def action(app: AppContext) -> Any:
         from replctl.services import backups
+        from replctl.services.engine import Engine
 
-        return backups.verify(app.backups(), list(ids or []))
+        store = app.backups()
+        return backups.verify(store, list(ids or []), Engine(store.segment_store(), app.settings))
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
         bad = [b for b in out["backups"] if not b["ok"]]
         if bad:
             first = bad[0]
+            # Files that differ from their digests: take a new backup. Events that break §9 although the
+            # files are the ones copied: the live log they came from is the one to inspect first.
+            fix = "log verify" if first["violations"] else "backup create"
             error = EnvironmentFailure(
                 f"backup {first['id']} is damaged: {'; '.join(first['problems'])}",
                 code="backup-damaged",
-                hint=f"replctl backup create {first['location']}",
+                hint=f"replctl {fix} {first['location']}",
             )
             if app.json:
                 emit_json({"ok": False, "error": error.to_json(), **out})
@@ -158,7 +177,7 @@ def verify(
         console = stdout()
         for b in out["backups"]:
             state = "ok" if b["ok"] else "DAMAGED: " + "; ".join(b["problems"])
-            console.print(f"{b['id']}: {state}", markup=False)
+            console.print(f"{b['id']}: {state}", markup=False, soft_wrap=True)
         return 6 if bad else 0
 
     run(ctx, action, render)
@@ -183,8 +202,13 @@ def prune(
 
         if location is not None:
             backups.check_location(app.catalog(), location)
+        # `app.previewing`: the dry run shown before the confirmation question (cli.confirm) removes nothing.
         return backups.prune(
-            app.backups(), location, keep_last=keep_last, older_than=older_than, dry_run=dry_run
+            app.backups(),
+            location,
+            keep_last=keep_last,
+            older_than=older_than,
+            dry_run=dry_run or app.previewing,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
@@ -192,10 +216,18 @@ def prune(
             emit_json({"ok": True, **out})
             return
         verb = "would remove" if out["dry_run"] else "removed"
+        for backup_id in out["removed"]:
+            stdout().print(f"{verb} backup {backup_id}", markup=False)
         stdout().print(
             f"{verb} {len(out['removed'])} backup(s) and {len(out['files_removed'])} segment file(s); "
             f"{len(out['kept'])} kept",
             markup=False,
         )
 
-    run(ctx, action, render, effect=Effect.UNPLANNED)
+    def question(preview: dict[str, Any]) -> str | None:
+        # Issue 14: a removed backup is gone for good; nothing to remove, or a dry run, asks nothing.
+        if dry_run or not preview["removed"]:
+            return None
+        return f"remove {len(preview['removed'])} backup(s) for good?"
+
+    run(ctx, action, render, effect=Effect.UNPLANNED, question=question)

@@ -31,8 +31,9 @@ import typer
 
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
+from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
 from replctl.cli.output import emit_error, emit_json, stderr, stdout
-from replctl.errors import InvalidInput, ReplctlError
+from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
 
 if TYPE_CHECKING:
@@ -215,6 +216,36 @@ def run(
     app_ctx: AppContext = ctx.obj
     code = 0
     try:
+        with ctrl_c_stops_cleanly():
+            code = _run(ctx, app_ctx, action, render, effect, question)
+    except KeyboardInterrupt:
+        # Ctrl-C outside an operation's body (a read, a prompt, before the leases): nothing was committed.
+        code = _interrupted(app_ctx, interrupted_outside_an_operation())
+    except Interrupted as exc:
+        code = _interrupted(app_ctx, exc)
+    finally:
+        app_ctx.close()
+    raise typer.Exit(code)
+
+
+def _interrupted(app: AppContext, exc: Interrupted) -> int:
+    """Ctrl-C: stop what Spark still runs for this command, then say it in one line (or one JSON document)."""
+    cancel_spark_jobs()
+    emit_error(exc, as_json=app.json)
+    return exc.exit_code
+
+
+def _run(
+    ctx: typer.Context,
+    app_ctx: AppContext,
+    action: Callable[[AppContext], Any],
+    render: Callable[[AppContext, Any], int | None] | None,
+    effect: Effect,
+    question: Question | None,
+) -> int:
+    """The body of `run`: the command's exit code; errors are printed here, Ctrl-C goes up to `run`."""
+    code = 0
+    try:
         check_numbers(ctx)
         if app_ctx.planning:
             code = _plan(ctx, app_ctx, action, render, effect)
@@ -229,6 +260,8 @@ def run(
                 outcome = action(app_ctx)
             if render is not None:
                 code = render(app_ctx, outcome) or 0
+    except Interrupted:
+        raise
     except ReplctlError as exc:
         emit_error(_printable_error(exc), as_json=app_ctx.json)
         code = exc.exit_code
@@ -251,6 +284,4 @@ def run(
             stderr().print(mask(traceback.format_exc()), markup=False)
             stderr().print(mask(f"internal error: {type(exc).__name__}: {exc}"), markup=False)
         code = 1
-    finally:
-        app_ctx.close()
-    raise typer.Exit(code)
+    return code

@@ -1,7 +1,8 @@
 """Confirmations before destructive commands, on a terminal only (issue 14 item 8).
 
-`drill disaster`, `delete` of more than `DELETE_WITHOUT_ASKING` events, `recover location --accept-loss` and
-`location retire --prune-clock` destroy data or knowledge that no later command brings back. On a terminal they
+`drill disaster`, `delete` of more than `DELETE_WITHOUT_ASKING` events, `recover location --accept-loss`,
+`location retire --prune-clock` and `backup prune` destroy data or knowledge that no later command brings
+back. On a terminal they
 first make their dry run (the same planner as the run), print it, and ask; anything but yes changes nothing
 (exit 3, `not-confirmed`). `--yes` answers for the operator. Scripts are not asked: without a terminal on
 both stdin and stdout, under `--json`, under `--plan-out` and under `replctl apply` (whose plan was reviewed)
@@ -73,8 +74,10 @@ def deletion_question(location: str, dry_run: bool) -> Question:
     """The question before `delete`: only when it would hide or delete more than `DELETE_WITHOUT_ASKING`."""
 
     def question(preview: dict[str, Any]) -> str | None:
-        first, last = preview["deleted_upto"] + 1, preview["logical_deleted_upto"]
+        # A dry run reports `deleted_upto` as the run leaves it; what it would cut starts at `would_delete`.
         would = preview.get("would_delete")
+        first = would["from"] if would else preview["deleted_upto"] + 1
+        last = preview["logical_deleted_upto"]
         if would:
             last = max(last, would["upto"])
         if dry_run or last - first + 1 <= DELETE_WITHOUT_ASKING:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,8 +12,8 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell
+from replctl.cli.output import emit_json, emit_json_stream, stdout
+from replctl.cli.render import Notes, cell, fitted_table, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -25,7 +26,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 def append(
     ctx: typer.Context,
     location: str,
-    event: Annotated[list[str] | None, typer.Option("--event", help="An event as JSON; repeatable.")] = None,
+    event: Annotated[
+        list[str] | None, typer.Option("--event", metavar="JSON", help="An event as JSON; repeatable.")
+    ] = None,
     file: Annotated[Path | None, typer.Option("--file", help="A .jsonl or .parquet file of events.")] = None,
     generate: Annotated[int | None, typer.Option("--generate", help="N synthetic events.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --generate.")] = 0,
@@ -45,7 +48,7 @@ def append(
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes)
+        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes, location=location)
         return logs.append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )
@@ -74,24 +77,49 @@ def append(
     run(ctx, action, render, effect=Effect.OPERATION)
 
 
+# On a terminal `log show` starts with the newest events, as `git log` pages: a long log is never dumped whole.
+NEWEST_ON_A_TERMINAL = 50
+
+
 @log_app.command("show")
 def show(
     ctx: typer.Context,
     location: str,
-    from_seq: Annotated[int, typer.Option("--from", min=0, help="First seq to show.")] = 0,
+    from_seq: Annotated[
+        int | None, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")
+    ] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every stored event (on a terminal too).")] = False,
 ) -> None:
-    """The physically stored events of a log in seq order."""
+    """The physically stored events of a log in seq order.
+
+    On a terminal, without --from, --limit or --all, only the newest 50 events are shown. Piped, and under
+    --json (which streams the events), every stored event is, as the runbooks read it.
+    """
 
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        return logs.show(app.catalog(), app.engine(), location, from_seq=from_seq, limit=limit)
+        if every and limit is not None:
+            raise InvalidInput(
+                "give --all or --limit N, not both",
+                code="bad-option",
+                hint=f"replctl log show {location} --all",
+            )
+        newest = None
+        if not (app.json or every or limit is not None or from_seq is not None) and sys.stdout.isatty():
+            newest = NEWEST_ON_A_TERMINAL
+        page = logs.show_page(
+            app.catalog(), app.engine(), location, from_seq=from_seq or 0, limit=limit, newest=newest
+        )
+        return page, newest
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: Any) -> None:
+        page, newest = out
         if app.json:
-            emit_json({"ok": True, **out})
+            emit_json_stream({"ok": True, **page.header}, "events", page.events)
             return
+        header = page.header
         table = Table(
             "seq",
             "origin",
@@ -101,23 +129,37 @@ def show(
             "key",
             "tags",
             "payload",
-            title=f"{location}: seq {out['seq']}, deleted up to {out['deleted_upto']} "
-            f"(logically {out['logical_deleted_upto']})",
+            title=f"{location}: seq {header['seq']}, deleted up to {header['deleted_upto']} "
+            f"(logically {header['logical_deleted_upto']})",
         )
-        for e in out["events"]:
-            vt = "{" + ",".join(f"{k}:{v}" for k, v in sorted(e["vt"].items())) + "}"
-            hidden = e["seq"] <= out["logical_deleted_upto"]
+        shown = hidden_shown = 0
+        for e in page.events:
+            hidden = e["seq"] <= header["logical_deleted_upto"]
+            hidden_shown += hidden
+            shown += 1
             table.add_row(
                 str(e["seq"]) + ("*" if hidden else ""),
                 e["origin"],
                 str(e["origin_time"]),
-                vt,
-                e["type"] or "",
-                e["key"] or "",
-                ",".join(e["tags"] or []),
-                e["payload"] or "",
+                vector_text(e["vt"]),
+                cell(e["type"]),
+                cell(e["key"]),
+                cell(",".join(e["tags"] or [])),
+                cell(e["payload"]),
             )
-        stdout().print(table)
+        console = stdout()
+        console.print(table)
+        if hidden_shown:
+            console.print(
+                "* logically deleted: hidden from local reading, kept for replication (DEL1)", markup=False
+            )
+        if newest is not None and shown < page.stored:
+            console.print(
+                f"the newest {shown} of {page.stored} stored events; every one: replctl log show {location} "
+                f"--all (or --from SEQ, --limit N)",
+                markup=False,
+                soft_wrap=True,
+            )
 
     run(ctx, action, render)
 
@@ -200,9 +242,10 @@ def compact(
 def replicate(
     ctx: typer.Context,
     endpoints: Annotated[
-        list[str] | None, typer.Argument(metavar="[SRC DST]", help="One connection; default: all.")
+        list[str] | None, typer.Argument(metavar="SRC DST", help="One connection; default: all.")
     ] = None,
     dry_run: DryRun = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Long texts in the table, not below it.")] = False,
 ) -> None:
     """One pass over SRC→DST, or every connection until nothing changes."""
 
@@ -237,20 +280,18 @@ def replicate(
         if app.json:
             emit_json({"ok": True, **out})
             return code
-        table = Table(
-            "connection",
-            "state",
-            "action",
-            "examined",
-            "written",
-            "skipped (causal/filter)",
-            "blocked at",
-            "progress",
-            "why",
+        if not out["passes"]:
+            stdout().print("nothing to replicate", markup=False)
+        notes = Notes(wide)
+        # Issue 18: names and states never cut at 80 columns; the "why" of each pass is a note below.
+        table = fitted_table(
+            ("connection", "state", "action"),
+            ("read", "written", "skip c/f", "blocked", "progress", "why"),
         )
-        for p in out["passes"]:
+        for p in out["passes"] if out["passes"] else ():
+            arrow = f"{p['source']}→{p['target']}"
             table.add_row(
-                f"{p['source']}→{p['target']}",
+                arrow,
                 p["state"],
                 p["action"],
                 str(p["examined"]),
@@ -258,11 +299,21 @@ def replicate(
                 f"{p['skipped_causal']}/{p['skipped_filter']}",
                 "" if p["blocked_at"] is None else str(p["blocked_at"]),
                 str(p["progress"]),
-                cell(p["reason"]),
+                notes.cell(p["reason"], "", f"{arrow}: {p['reason']}"),
             )
-        stdout().print(table)
+        if out["passes"]:
+            stdout().print(table)
+            stdout().print(
+                "read: events examined; skip c/f: skipped as held already (CF1) / by the filter; "
+                "blocked: the seq the pass stopped at (RFC2)",
+                markup=False,
+                soft_wrap=True,
+            )
+            notes.print(stdout())
         for d in out["deletions"]:
-            if d["pending"]:
+            if out["dry_run"]:
+                stdout().print(_planned_retry(d), markup=False)
+            elif d["pending"]:
                 held = ", ".join(b["target"] for b in d["blocked_by"])
                 stdout().print(
                     f"pending deletion at {d['location']} still waits for {held}; physically deleted "
@@ -280,10 +331,35 @@ def replicate(
     run(ctx, action, render, effect=Effect.OPERATION)
 
 
+def _planned_retry(d: dict[str, Any]) -> str:
+    """A dry run's line for a pending deletion the run retries after its passes (DEL4)."""
+    text = f"pending deletion at {d['location']}: "
+    if d.get("damaged"):
+        return (
+            text
+            + f"would still wait: its log is damaged (DR0); run: replctl recover location {d['location']}"
+        )
+    if not d["decided"]:
+        return text + (
+            f"decided once the run has written to {', '.join(d['depends_on'])}; it would physically "
+            f"delete at least up to {d['deleted_upto']} of {d['requested_upto']}"
+        )
+    satisfied = "".join(f"; {s['target']} is satisfied by {s['pass']}" for s in d["satisfied_by"])
+    if d["pending"]:
+        held = ", ".join(b["target"] for b in d["blocked_by"])
+        return text + (
+            f"would still wait for {held}; would physically delete up to {d['deleted_upto']} of "
+            f"{d['requested_upto']}{satisfied}"
+        )
+    return text + f"would complete: physically deleted up to {d['deleted_upto']}{satisfied}"
+
+
 def delete(
     ctx: typer.Context,
     location: str,
-    upto: Annotated[int | None, typer.Option("--upto", help="Delete the prefix seq ≤ SEQ.")] = None,
+    upto: Annotated[
+        int | None, typer.Option("--upto", metavar="SEQ", help="Delete the prefix seq ≤ SEQ.")
+    ] = None,
     older_than: Annotated[
         str | None,
         typer.Option("--older-than", metavar="AGE", help="Cut at the last event older than AGE (30d, 12h)."),
@@ -339,7 +415,7 @@ def delete(
         else:
             console.print(
                 f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
-                f"{out['deleted_upto']}; DVV {out['dvv']}",
+                f"{out['deleted_upto']}; DVV {vector_text(out['dvv'])}",
                 markup=False,
             )
         for b in out["blocked_by"]:
@@ -371,7 +447,10 @@ def recover_location(
     ctx: typer.Context,
     name: str,
     lost_from: Annotated[
-        int | None, typer.Option("--lost-from", help="Declare the loss from SEQ on (else found by checking).")
+        int | None,
+        typer.Option(
+            "--lost-from", metavar="SEQ", help="Declare the loss from SEQ on (else found by checking)."
+        ),
     ] = None,
     accept_loss: Annotated[
         bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
@@ -442,9 +521,13 @@ def recover_location(
             console.print(
                 f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
             )
+        clock = out["clock"]
+        # A dry run whose rounds write events cannot know the seqs they take, only the floor T (DR1).
+        after = (
+            clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
+        )
         console.print(
-            f"{name}: clock {out['clock']['before']} → {out['clock']['after']}, CVV {out['cvv']}",
-            markup=False,
+            f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out['cvv'])}", markup=False
         )
         if out["refused"] and not out["dry_run"]:
             console.print(
@@ -466,7 +549,9 @@ def recover_location(
 def drill_disaster(
     ctx: typer.Context,
     location: str,
-    from_seq: Annotated[int, typer.Option("--from", help="Destroy the stored events from SEQ on.")],
+    from_seq: Annotated[
+        int, typer.Option("--from", metavar="SEQ", help="Destroy the stored events from SEQ on.")
+    ],
     dry_run: DryRun = False,
 ) -> None:
     """Destroy the stored suffix of a log from SEQ on; the catalog is left as a real disaster would."""

@@ -94,6 +94,25 @@ STORY: tuple[Step, ...] = (
         ("topology", "remove", "B", "E"),
     ),
     Step("", ("location", "retire", "E")),
+    Step(
+        "Back up every active location: its segment files and a manifest (BK1); the next one copies only new "
+        "segments.",
+        ("backup", "create"),
+    ),
+    Step(
+        "Check every backup: file digests, and the invariants on the backup's own events.",
+        ("backup", "verify"),
+    ),
+    Step(
+        "A write at B after the backup, replicated to its neighbours.", ("log", "append", "B", *_events("b3"))
+    ),
+    Step("", ("replicate",)),
+    Step("B loses its whole disk.", ("drill", "disaster", "B", "--from", "1")),
+    Step(
+        "Restore B from its latest backup, then recover what came after from its neighbours (BK2, DR1–DR5).",
+        ("recover", "location", "B", "--from-backup", "latest"),
+    ),
+    Step("B holds again every event it held, b3 included.", ("log", "show", "B")),
     Step("Check the invariants of every log (storage order, no duplicates, clocks).", ("log", "verify")),
     Step("Where everything stands.", ("status",)),
 )
@@ -124,7 +143,17 @@ def demo(
 
     folder = directory or Path(tempfile.mkdtemp(prefix="replctl-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
-    base = ["--db", f"sqlite:///{folder.resolve() / 'catalog.db'}", "--store", str(folder.resolve() / "logs")]
+    # The backup store is a config setting (no global flag): a config file beside the catalog names it.
+    config = folder.resolve() / "replctl.toml"
+    config.write_text('backup_store = "backups"\n', encoding="utf-8")
+    base = [
+        "--config",
+        str(config),
+        "--db",
+        f"sqlite:///{folder.resolve() / 'catalog.db'}",
+        "--store",
+        str(folder.resolve() / "logs"),
+    ]
     console = stdout()
     console.print(f"replctl demo in {folder}", style="bold", markup=False)
     started = time.monotonic()
@@ -148,11 +177,15 @@ def demo(
             raise typer.Exit(1)
     console.print()
     console.print(f"Done in {time.monotonic() - started:.0f} s. Look next at:", style="bold", markup=False)
-    env = f"REPLCTL_DB=sqlite:///{folder.resolve() / 'catalog.db'} REPLCTL_STORE={folder.resolve() / 'logs'}"
+    env = (
+        f"REPLCTL_CONFIG={config} REPLCTL_DB=sqlite:///{folder.resolve() / 'catalog.db'} "
+        f"REPLCTL_STORE={folder.resolve() / 'logs'}"
+    )
     for hint in (
         "replctl topology show --format tree",
         "replctl topology history",
         "replctl ops list",
         "replctl log show A",
+        "replctl backup list",
     ):
         console.print(f"  {env} {hint}", markup=False)

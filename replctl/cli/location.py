@@ -10,7 +10,7 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import render_topology_outcome, topology_outcome_json
+from replctl.cli.render import render_topology_outcome, topology_outcome_json, vector_text
 from replctl.core.model import Role
 from replctl.services.lookup import get_location
 from replctl.services.views import location_json
@@ -38,7 +38,14 @@ def add(
             app.catalog(), name, role, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    run(ctx, action, render_topology_outcome, effect=Effect.OPERATION)
+    def render(app: AppContext, out: Any) -> None:
+        if not out.changes and not app.json:
+            # The planner records nothing only when NAME exists with this role (M1): say so (issue 18).
+            stdout().print(f"location {name} exists ({role.value}); nothing to change", markup=False)
+            return
+        render_topology_outcome(app, out)
+
+    run(ctx, action, render, effect=Effect.OPERATION)
 
 
 @app.command("list")
@@ -60,8 +67,8 @@ def list_(ctx: typer.Context) -> None:
                 loc.role.value,
                 loc.state.value,
                 str(loc.seq),
-                str(loc.cvv),
-                str(loc.dvv),
+                vector_text(loc.cvv),
+                vector_text(loc.dvv),
                 str(loc.deleted_upto),
             )
         stdout().print(table)
@@ -107,8 +114,9 @@ def show(ctx: typer.Context, name: str) -> None:
             return
         console = stdout()
         console.print(
-            f"{loc.name} ({loc.role.value}, {loc.state.value}) seq={loc.seq} cvv={loc.cvv} "
-            f"dvv={loc.dvv} deleted_upto={loc.deleted_upto} "
+            # The state as the census sees it (DR0): a damaged location is not shown `active`.
+            f"{loc.name} ({loc.role.value}, {doc['state']}) seq={loc.seq} cvv={vector_text(loc.cvv)} "
+            f"dvv={vector_text(loc.dvv)} deleted_upto={loc.deleted_upto} "
             f"logical_deleted_upto={loc.logical_deleted_upto}",
             markup=False,
         )
@@ -121,6 +129,10 @@ def show(ctx: typer.Context, name: str) -> None:
         console.print(
             f"  {len(segments)} segment(s), {sum(s.count for s in segments)} stored event(s)", markup=False
         )
+        for d in doc.get("damage", []):
+            console.print(f"  damaged: {d['path']} from seq {d['seq_lo']}: {d['reason']}", markup=False)
+        if doc.get("damage"):
+            console.print(f"hint: replctl recover location {loc.name}", markup=False)
 
     run(ctx, action, render)
 

@@ -9,8 +9,8 @@ from rich.table import Table
 
 from replctl.cli.boundary import printable, run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell
+from replctl.cli.output import emit_json, stdout, timestamp_text
+from replctl.cli.render import cell, fields_text, value_text
 from replctl.errors import UnknownName
 
 app = typer.Typer(help="The operation journal.", no_args_is_help=True)
@@ -27,14 +27,12 @@ def operation_json(op: Any, *, steps: bool = False) -> dict[str, Any]:
         "reason": op.reason,
         "outcome": op.outcome,
         "error": op.error,
-        "started_at": str(op.started_at),
-        "ended_at": str(op.ended_at) if op.ended_at else None,
+        "started_at": op.started_at,
+        "ended_at": op.ended_at,
     }
     if steps:
         doc["plan"] = op.plan
-        doc["steps"] = [
-            {"index": s.index, "name": s.name, "detail": s.detail, "at": str(s.at)} for s in op.steps
-        ]
+        doc["steps"] = [{"index": s.index, "name": s.name, "detail": s.detail, "at": s.at} for s in op.steps]
     return doc
 
 
@@ -55,7 +53,9 @@ def list_(
             return
         table = Table("id", "started", "command", "outcome", "reason")
         for op in ops:
-            table.add_row(op.id[:8], str(op.started_at)[:19], cell(op.command), op.outcome, cell(op.reason))
+            table.add_row(
+                op.id[:8], timestamp_text(op.started_at), cell(op.command), op.outcome, cell(op.reason)
+            )
         stdout().print(table)
 
     run(ctx, action, render)
@@ -88,7 +88,10 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
         console = stdout()
         console.print(f"{op.id} {op.command} → {op.outcome}", markup=False)
         console.print(
-            printable(f"by {op.actor}@{op.host} at {op.started_at}; reason: {op.reason or '-'}"), markup=False
+            printable(
+                f"by {op.actor}@{op.host} at {timestamp_text(op.started_at)}; reason: {op.reason or '-'}"
+            ),
+            markup=False,
         )
         if op.args.get("plan_file"):  # run by `replctl apply` (services.plans.AppliedPlan.journal_args)
             console.print(
@@ -97,8 +100,16 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
                 markup=False,
             )
         for step in doc["steps"]:
-            console.print(f"  {step['index']}. {step['name']} {step['detail']}", markup=False)
+            console.print(f"  {step['index']}. {step['name']} {fields_text(step['detail'])}", markup=False)
         if op.error:
-            console.print(f"error: {op.error}", markup=False)
+            console.print(_error_text(op.error), markup=False)
 
     run(ctx, action, render)
+
+
+def _error_text(error: Any) -> str:
+    """A journalled error as a refusal prints it (`error [code]: message`, then `hint:`), not as a record."""
+    if not isinstance(error, dict):
+        return f"error: {value_text(error)}"
+    text = f"error [{value_text(error.get('code'))}]: {value_text(error.get('message'))}"
+    return text + (f"\nhint: {value_text(error['hint'])}" if error.get("hint") else "")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -29,9 +31,67 @@ def stderr() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=False)
 
 
+def _utc(moment: datetime) -> datetime:
+    # The catalog stores UTC; SQLite hands it back without a zone.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def timestamp_json(moment: datetime) -> str:
+    """The one timestamp format of every --json document (issue 18): RFC 3339 in UTC with `Z` and
+    microseconds, e.g. `2026-11-23T08:42:14.949806Z` (fixed width, so the strings also sort in time order)."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def timestamp_text(moment: datetime | str | None) -> str:
+    """A timestamp in text output: RFC 3339 UTC to the second (`2026-11-23T08:42:14Z`); `-` for none."""
+    found = _as_datetime(moment) if isinstance(moment, str) else moment
+    if found is None:
+        return "-" if moment is None else str(moment)
+    return _utc(found).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _as_datetime(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _is_time_key(key: str) -> bool:
+    return key in {"at", "since"} or key.endswith("_at")
+
+
+def _rfc3339(value: Any, key: str = "") -> Any:
+    """`value` with every timestamp in it written by `timestamp_json`: datetimes anywhere, and the ISO strings
+    the catalog and the backup manifests keep under timestamp keys (`at`, `since`, `*_at`)."""
+    if isinstance(value, datetime):
+        return timestamp_json(value)
+    if isinstance(value, str) and _is_time_key(key):
+        found = _as_datetime(value)
+        return value if found is None else timestamp_json(found)
+    if isinstance(value, Mapping):
+        return {k: _rfc3339(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rfc3339(v, key) for v in value]
+    return value
+
+
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print exactly one JSON document on stdout."""
-    sys.stdout.write(json.dumps(doc, default=str, ensure_ascii=False) + "\n")
+    """Print exactly one JSON document on stdout, its timestamps in the one format (`timestamp_json`)."""
+    sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, Any]]) -> None:
+    """Print one JSON document on stdout, `head` plus `key`: the list of `items`, written item by item as they
+    come, so that a long list (a log's events) is never held whole in memory (issue 18)."""
+    opening = json.dumps(_rfc3339({**head, key: []}), default=str, ensure_ascii=False)
+    if not opening.endswith("[]}"):
+        raise ValueError(f"the streamed list {key!r} must be the document's last key")
+    sys.stdout.write(opening[: -len("]}")])
+    for i, item in enumerate(items):
+        sys.stdout.write((", " if i else "") + json.dumps(_rfc3339(item), default=str, ensure_ascii=False))
+    sys.stdout.write("]}\n")
     sys.stdout.flush()
 
 
@@ -41,7 +101,8 @@ def emit_error(error: ReplctlError, *, as_json: bool) -> None:
         emit_json({"ok": False, "error": error.to_json()})
         return
     # Plain writes: a refusal must never be re-wrapped or styled into something a runbook cannot grep.
-    lines = [error.message if error.exit_code == 3 else f"error: {error.message}"]
+    # A refusal (3) and an interruption (130) are not errors of the tool: their message stands alone.
+    lines = [error.message if error.exit_code in (3, 130) else f"error: {error.message}"]
     violations = error.details.get("violations") or []
     lines += [f"  also [{extra['code']}]: {extra['message']}" for extra in violations[1:]]
     if error.hint:

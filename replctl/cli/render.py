@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from replctl.cli.boundary import printable
-from replctl.cli.output import emit_json, stderr, stdout
+from replctl.cli.output import emit_json, stderr, stdout, timestamp_text
 from replctl.core.model import Change, Connection
 from replctl.services.views import location_json
 
@@ -109,7 +111,8 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
             )
         if conn.get("baseline"):
             console.print(
-                f"  history {conn['history']}: {conn['target']} merges {conn['baseline']}", markup=False
+                f"  history {conn['history']}: {conn['target']} merges {vector_text(conn['baseline'])}",
+                markup=False,
             )
     for warning in out.warnings:
         stderr().print(f"warning [{warning.code}]: {warning.message}", markup=False)
@@ -213,43 +216,99 @@ def _table(console: Console, view: TopologyView, current: Current) -> None:
         console.print(printable(f"group {name}: {', '.join(sorted(members))}"), markup=False)
 
 
-def render_history(console: Console, changes: list[Change]) -> None:
-    """`topology history` as a table."""
-    table = Table("id", "at", "change", "reason")
+def render_history(console: Console, changes: list[Change], *, wide: bool = False) -> None:
+    """`topology history` as a table that fits 80 columns, each change's reason below it (H1)."""
+    notes = Notes(wide)
+    table = fitted_table(("id", "at"), ("change", "reason"))
     for c in changes:
-        table.add_row(str(c.id), str(c.at or ""), Text(describe_change(c)), cell(c.reason))
+        table.add_row(
+            str(c.id),
+            timestamp_text(c.at),
+            Text(describe_change(c)),
+            notes.cell(c.reason, "", f"change {c.id}: {c.reason}"),
+        )
     console.print(table)
+    notes.print(console)
 
 
-def render_status(console: Console, doc: dict[str, Any]) -> None:
-    """`status` in text mode."""
-    table = Table("location", "role", "state", "seq", "cvv", "dvv", "deleted", "recoverable")
+def fitted_table(keys: tuple[str, ...], others: tuple[str, ...]) -> Table:
+    """A table meant to fit 80 columns (issue 18): the `keys` columns, the ones operators scan first (names,
+    states), never wrap or shrink; the `others` give way. Columns are set apart by space, as kubectl's are,
+    not by rules: the nine columns of rules are what made `status` wrap at 80."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+    for name in keys:
+        table.add_column(name, no_wrap=True, overflow="ignore")
+    for name in others:
+        table.add_column(name)
+    return table
+
+
+class Notes:
+    """Long texts moved below a table so that it fits 80 columns (issue 18): the cell says `[n]`, note n below
+    says it all. With --wide every text stays in its cell."""
+
+    def __init__(self, wide: bool) -> None:
+        self.wide = wide
+        self.lines: list[str] = []
+
+    def cell(self, text: str | None, short: str = "", note: str | None = None) -> Text:
+        """The cell for `text`: the text itself when wide, else `short` and a reference to its note (`note`,
+        or `text`)."""
+        if not text:
+            return Text(short)
+        if self.wide:
+            return cell(text)
+        self.lines.append(note or text)
+        return Text(f"{short} [{len(self.lines)}]".strip())
+
+    def print(self, console: Console) -> None:
+        """The notes, one per line, never cut (a copy-pasted hint must stay whole)."""
+        for number, line in enumerate(self.lines, 1):
+            console.print(f"[{number}] {printable(line)}", markup=False, soft_wrap=True)
+        self.lines.clear()
+
+
+def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) -> None:
+    """`status` in text mode: fits 80 columns, long texts below each table (all in the table with `wide`)."""
+    notes = Notes(wide)
+    table = fitted_table(("location", "role", "state"), ("seq", "cvv", "dvv", "deleted", "recoverable"))
     for loc in doc["locations"]:
+        rec = loc.get("recoverable")
+        recoverable = recoverable_text(loc["name"], rec)
         table.add_row(
             loc["name"],
             loc["role"],
             loc["state"],
             str(loc["seq"]),
-            _vec(loc["cvv"]),
-            _vec(loc["dvv"]),
+            vector_text(loc["cvv"]),
+            vector_text(loc["dvv"]),
             f"{loc['deleted_upto']}/{loc['logical_deleted_upto']}",
-            recoverable_text(loc["name"], loc.get("recoverable")),
+            notes.cell(recoverable, "no", f"{loc['name']}: {recoverable}")
+            if rec and rec["state"] == "no"
+            else recoverable,
         )
     console.print(table)
-    conns = Table("connection", "state", "progress", "lag", "filter", "why")
+    notes.print(console)
+    console.print()
+    conns = fitted_table(("connection", "state"), ("progress", "lag", "filter", "why"))
     for c in doc["connections"]:
+        arrow = f"{c['source']}→{c['target']}"
         conns.add_row(
-            f"{c['source']}→{c['target']}",
+            arrow,
             c["state"],
             str(c["progress"]),
             str(c.get("lag", "")),
-            cell(c["filter"]),
-            cell(c["reason"]),
+            notes.cell(c["filter"], "yes" if c["filter"] else "", f"{arrow} filter: {c['filter']}"),
+            notes.cell(c["reason"], "", f"{arrow}: {c['reason']}"),
         )
     console.print(conns)
+    notes.print(console)
     matrix = doc.get("matrix")
     if matrix and matrix["origins"]:
-        grid = Table("location", *matrix["origins"], title="max seen (deleted up to)")
+        console.print()
+        # The title as a line of its own: a table title wraps to the table's width (issue 18).
+        console.print("max seen per origin (deleted up to):", markup=False)
+        grid = fitted_table(("location", *matrix["origins"]), ())
         for name, row in matrix["rows"].items():
             cells = []
             for o in matrix["origins"]:
@@ -260,11 +319,12 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     for p in doc.get("pending_deletions", []):
         console.print(
             f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "
-            f"{', '.join(p['blocked_by'])}",
+            f"{', '.join(b['target'] for b in p['blocked_by'])}",
             markup=False,
+            soft_wrap=True,
         )
     for w in doc.get("warnings", []):
-        console.print(f"warning [{w['code']}]: {w['message']}", markup=False)
+        console.print(f"warning [{w['code']}]: {w['message']}", markup=False, soft_wrap=True)
 
 
 def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
@@ -278,5 +338,33 @@ def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
     return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
-def _vec(v: dict[str, int]) -> str:
-    return "{" + ",".join(f"{k}:{n}" for k, n in sorted(v.items())) + "}"
+def vector_text(vector: Mapping[str, int] | None) -> str:
+    """A version vector as every text output writes it: `{A:2,B:1}`, keys sorted, `{}` the empty one (VT1)."""
+    return "{" + ",".join(f"{k}:{n}" for k, n in sorted((vector or {}).items()) if n) + "}"
+
+
+def fields_text(record: Mapping[str, Any] | None) -> str:
+    """A record (a journal step's detail) as `key=value` pairs in the one text style; `-` when empty.
+
+    Unlike `value_text`, a record of numbers stays a record (`seq=4 floor=4`), never reads as a vector.
+    """
+    return " ".join(f"{k}={value_text(v)}" for k, v in (record or {}).items()) or "-"
+
+
+def value_text(value: Any) -> str:
+    """Any value an outcome carries, in the one text style (issue 18): never a Python repr.
+
+    Nothing is `-`; yes/no for flags; a mapping of names to numbers is a vector (`{A:2}`); other mappings are
+    `key=value` pairs; lists are comma-separated. Control characters are escaped (`printable`).
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        if value and all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
+            return vector_text(value)
+        return fields_text(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(value_text(v) for v in value) or "-"
+    return printable(str(value))

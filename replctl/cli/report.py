@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,6 +11,7 @@ import typer
 from replctl.cli.boundary import run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
+from replctl.errors import InvalidInput
 
 
 def report(
@@ -19,7 +21,8 @@ def report(
         typer.Option(
             "--html",
             metavar="PATH",
-            help="Write the report to this file (replaced atomically, never through a link); its folder must exist.",
+            help="Write the report to this file (replaced atomically, never through a link; its folder must "
+            "exist), or to stdout with -.",
         ),
     ],
     recent: Annotated[
@@ -34,6 +37,20 @@ def report(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import report as report_service
 
+        if str(html) == "-":
+            # `-` is stdout, as for most tools that write a file (issue 18), never a file named "-".
+            if app.json:
+                raise InvalidInput(
+                    "--html - writes the page on stdout, where --json writes its document",
+                    code="bad-option",
+                    hint="give --html FILE with --json, or drop --json",
+                )
+            from replctl.report_page import render_page
+
+            doc = report_service.collect(
+                app.catalog(), app.engine().store, recent=recent, manifests=app.manifests()
+            )
+            return {"page": render_page(doc)}
         return report_service.write_html(
             app.catalog(),
             html,
@@ -44,6 +61,10 @@ def report(
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
+        if "page" in out:
+            sys.stdout.write(out["page"])
+            sys.stdout.flush()
+            return
         if app.json:
             emit_json({"ok": True, **out})
             return

@@ -150,12 +150,14 @@ def config_show(ctx: typer.Context) -> None:
         return shown
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
+        from replctl.cli.render import value_text
+
         if app.json:
             emit_json({"ok": True, "settings": out})
             return
         table = Table("setting", "value", "from")
         for name, entry in out.items():
-            table.add_row(name, str(entry["value"]), entry["source"])
+            table.add_row(name, value_text(entry["value"]), entry["source"])
         stdout().print(table)
 
     run(ctx, action, render)
@@ -166,6 +168,7 @@ def status(
     watch: Annotated[
         float | None, typer.Option("--watch", metavar="SECONDS", min=0.5, help="Refresh every SECONDS.")
     ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Long texts in the tables, not below them.")] = False,
 ) -> None:
     """Locations, connections (state, progress, lag, why they wait), version vectors and pending deletions."""
 
@@ -180,14 +183,14 @@ def status(
         if app.json:
             emit_json({"ok": True, **out})
         else:
-            render_status(stdout(), out)
+            render_status(stdout(), out, wide=wide)
 
     app: AppContext = ctx.obj
     if watch is not None and app.json:
         run(ctx, _refuse_watch_json)
     # Under --plan-out, `run` refuses the read-only command before anything is drawn.
     if watch is not None and not app.planning:
-        _watch(ctx, watch)
+        _watch(ctx, watch, wide)
     run(ctx, action, render)
 
 
@@ -199,37 +202,121 @@ def _refuse_watch_json(_app: AppContext) -> None:
     )
 
 
-def _watch(ctx: typer.Context, seconds: float) -> None:
-    """Redraw the text status until interrupted (Ctrl-C ends it with exit 0)."""
+def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
+    """Redraw the text status every `seconds` until Ctrl-C (exit 0).
+
+    On a terminal Rich's Live display redraws it in place; piped (a log file, `| tail`), Live would print nothing
+    until the end, so each interval prints one snapshot under a line with its time instead (issue 18).
+    """
+    import io
     import time
+    from datetime import UTC, datetime
 
     from rich.live import Live
+    from rich.text import Text
 
+    from replctl.cli.output import emit_error, timestamp_text
     from replctl.cli.render import render_status
+    from replctl.errors import ReplctlError
     from replctl.services import status as status_service
 
     app: AppContext = ctx.obj
     console = stdout()
-    try:
-        with Live(console=console, auto_refresh=False) as live:
-            while True:
-                from rich.console import Group
 
-                capture = Console(record=True, width=console.width)
-                with capture.capture():
-                    render_status(
-                        capture,
-                        status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
-                    )
-                live.update(Group(capture.export_text()), refresh=True)
-                time.sleep(seconds)
+    def snapshot() -> Text:
+        capture = Console(file=io.StringIO(), record=True, width=console.width, highlight=False)
+        render_status(
+            capture,
+            status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
+            wide=wide,
+        )
+        # Text, not a string: Rich would read the notes' `[1]` as markup.
+        return Text(capture.export_text())
+
+    try:
+        if console.is_terminal:
+            with Live(snapshot(), console=console, auto_refresh=False) as live:
+                while True:
+                    time.sleep(seconds)
+                    live.update(snapshot(), refresh=True)
+        while True:
+            console.print(f"status at {timestamp_text(datetime.now(UTC))}", markup=False)
+            console.print(snapshot())
+            console.file.flush()
+            time.sleep(seconds)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+    except ReplctlError as exc:
+        emit_error(exc, as_json=False)
+        raise typer.Exit(exc.exit_code) from None
+    finally:
+        app.close()
+
+
+def version(ctx: typer.Context) -> None:
+    """Print the versions of replctl, Spark (pyspark), Java and the catalog schema (this one's and the newest)."""
+
+    def action(app: AppContext) -> dict[str, Any]:
+        from importlib.metadata import version as installed
+
+        from replctl import __version__
+        from replctl.errors import ReplctlError
+        from replctl.services import setup
+
+        doc: dict[str, Any] = {"replctl": __version__, "spark": installed("pyspark"), "java": _java_version()}
+        try:
+            schema = setup.current(app.settings)
+            doc["catalog"] = {"revision": schema["revision"], "head": schema["head"], "error": None}
+        except ReplctlError as exc:  # no catalog yet, or unreachable: the versions are still worth printing
+            from replctl.adapters.catalog import migrate
+
+            doc["catalog"] = {"revision": None, "head": migrate.head_revision(), "error": exc.message}
+        return doc
+
+    def render(app: AppContext, out: dict[str, Any]) -> None:
+        if app.json:
+            emit_json({"ok": True, **out})
+            return
+        catalog = out["catalog"]
+        if catalog["error"] is not None:
+            schema = f"unknown ({catalog['error']}); this replctl writes {catalog['head']}"
+        else:
+            schema = f"{catalog['revision'] or 'none'} (newest {catalog['head']})"
+        console = stdout()
+        for name, value in (
+            ("replctl", out["replctl"]),
+            ("spark", out["spark"]),
+            ("java", out["java"] or "not found (install a Java runtime 17 or newer, or set JAVA_HOME)"),
+            ("catalog schema", schema),
+        ):
+            console.print(f"{name}: {value}", markup=False, soft_wrap=True)
+
+    run(ctx, action, render)
+
+
+def _java_version() -> str | None:
+    """The Java runtime Spark would start (JAVA_HOME, else `java` on PATH), as `java -version` names it."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        return None
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r'version "([^"]+)"', done.stderr)
+    return found.group(1) if found else None
 
 
 def register(app: typer.Typer) -> None:
     """Attach these commands to the root app."""
     app.command("init")(init)
+    app.command("version")(version)
     app.add_typer(db_app, name="db")
     app.add_typer(config_app, name="config")
     app.command("status")(status)

@@ -201,6 +201,7 @@ def show(
 def history(
     ctx: typer.Context,
     location: Annotated[str | None, typer.Option("--location", help="Only changes touching it.")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Reasons in the table, not below it.")] = False,
 ) -> None:
     """Every recorded topology change, oldest first (H1)."""
 
@@ -213,7 +214,7 @@ def history(
         if app.json:
             emit_json({"ok": True, "changes": [change_json(c) for c in changes]})
         else:
-            render_history(stdout(), changes)
+            render_history(stdout(), changes, wide=wide)
 
     run(ctx, action, render)
 
@@ -232,7 +233,12 @@ def validate(ctx: typer.Context) -> None:
 
         errors = [v for v in violations if not v.warning]
         if app.json:
-            doc: dict[str, Any] = {"ok": not errors, "violations": [violation_json(v) for v in violations]}
+            # Warnings (ROLE2) apart from violations, under the key `status --json` uses (issue 18).
+            doc: dict[str, Any] = {
+                "ok": not errors,
+                "violations": [violation_json(v) for v in errors],
+                "warnings": [violation_json(v) for v in violations if v.warning],
+            }
             if errors:
                 doc["error"] = {
                     "code": errors[0].code,

@@ -76,6 +76,9 @@ class Manifest:
     who: str
     reason: str | None = None
     segments_reused: int = 0
+    # Vectors merged into A's CVV without events (ADD3, --accept-loss): part of I3, so `backup verify` can
+    # check the CVV against the stored events. None in a manifest written before it was recorded.
+    baseline: VectorTime | None = None
 
     @property
     def events(self) -> int:
@@ -129,6 +132,7 @@ class Manifest:
             "created_at": self.created_at,
             "who": self.who,
             "reason": self.reason,
+            **({} if self.baseline is None else {"baseline": self.baseline.to_dict()}),
         }
 
     @classmethod
@@ -155,6 +159,7 @@ class Manifest:
             who=str(doc["who"]),
             reason=None if doc.get("reason") is None else str(doc["reason"]),
             segments_reused=int(doc.get("segments_reused", 0)),
+            baseline=vector(doc["baseline"]) if doc.get("baseline") is not None else None,
         )
 
 
@@ -163,10 +168,20 @@ def backup_id(location: str, created_at: datetime, suffix: str) -> str:
     return f"{location}-{created_at.strftime('%Y%m%dT%H%M%SZ')}-{suffix}"
 
 
+def age_order(manifest: Manifest) -> tuple[str, int, str]:
+    """Backups from oldest to newest: by creation time, then by the catalog version they were taken at.
+
+    The time has whole seconds and the id a random suffix: two backups of one location taken within one
+    second are told apart by the catalog version (a later one has seen every change the earlier one saw),
+    never by the suffix, which would make `latest` and `--keep-last` pick either of them.
+    """
+    return (manifest.created_at, manifest.catalog_version, manifest.id)
+
+
 def newest(manifests: Iterable[Manifest], location: str) -> Manifest | None:
-    """The newest backup of `location` (by creation time, then id), or None."""
+    """The newest backup of `location` (`age_order`), or None."""
     mine = [m for m in manifests if m.location == location]
-    return max(mine, key=lambda m: (m.created_at, m.id)) if mine else None
+    return max(mine, key=age_order) if mine else None
 
 
 @dataclass(frozen=True)
@@ -188,7 +203,7 @@ def prune(
 ) -> PruneDecision:
     """Choose the backups to remove (per location: beyond the newest `keep_last`, or created before
     `now - older_than`) and the segment files only they name: a file a kept backup lists is never removed."""
-    every = sorted(manifests, key=lambda m: (m.location, m.created_at, m.id))
+    every = sorted(manifests, key=lambda m: (m.location, *age_order(m)))
     removed: list[Manifest] = []
     for loc in sorted({m.location for m in every}):
         if location is not None and loc != location:
@@ -239,15 +254,13 @@ def recoverability(
     backup_id_ = backup.id if backup else None
     if any(s.filter is not None for s in sources):
         return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
-    vector = backup.cvv if backup else EMPTY
-    pending = list(sources)
-    while True:
-        ready = dr.ready_sources(pending, {n: loc.dvv for n, loc in locations.items()}, vector)
-        if not ready:
-            break
-        for source in ready:
-            vector = vector | locations[source.name].cvv
-            pending.remove(source)
+    vector = dr.plan_rounds(
+        sources,
+        {n: loc.dvv for n, loc in locations.items()},
+        {n: loc.cvv for n, loc in locations.items()},
+        backup.cvv if backup else EMPTY,
+        name,
+    ).vector
     if location.cvv <= vector:
         return Recoverability(name, "yes", backup_id_)
     return Recoverability(name, "no", backup_id_, shortfall=_shortfall(location.cvv, vector))

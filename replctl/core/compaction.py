@@ -6,7 +6,31 @@ each. Large segments are left alone so that compaction never rewrites a whole bi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from replctl.core.model import Segment
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What `log compact` does to one log: the runs it merges and the segment count before and after.
+
+    The dry run prints it and the run executes it, so both report the same counts (issue 14: the dry run once
+    read the count after from the catalog it had not changed, "6 → 6", while the run did 6 → 1).
+    """
+
+    runs: list[list[Segment]]
+    segments_before: int
+
+    @property
+    def segments_after(self) -> int:
+        """Each merged run of k segments becomes one."""
+        return self.segments_before - sum(len(run) - 1 for run in self.runs)
+
+
+def plan_compaction(segments: list[Segment], target_size: int) -> CompactionPlan:
+    """The plan for a log whose segment rows are `segments` (in seq order)."""
+    return CompactionPlan(merge_runs(segments, target_size), len(segments))
 
 
 def merge_runs(segments: list[Segment], target_size: int) -> list[list[Segment]]:

@@ -8,7 +8,8 @@ that finds the first event each of them may still need; `safe_prefix` turns thos
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from replctl.core.model import Connection, Location, Segment
@@ -34,6 +35,14 @@ def current_targets(
         for c in connections
         if c.source == source and c.current and not locations[c.target].retired
     ]
+
+
+def with_progress(targets: list[Target], progress: dict[str, int] | None) -> list[Target]:
+    """The targets as a dry run expects them once planned passes reached `progress` (per target; it never
+    goes back, REP2), for DEL3 to be decided as the run will decide it then (DEL4, `PassOutlook`)."""
+    if not progress:
+        return targets
+    return [replace(t, progress=max(t.progress, progress.get(t.name, t.progress))) for t in targets]
 
 
 def unforeseen_targets(decided: list[Target], current: list[Target]) -> list[str]:
@@ -96,6 +105,44 @@ def safe_prefix(done_upto: int, cut: int, first_needed: dict[str, int | None]) -
             blocked.append((name, seq))
             k = min(k, seq - 1)
     return Cut(max(k, done_upto), tuple(blocked))
+
+
+@dataclass(frozen=True)
+class PassOutlook:
+    """What a `replicate` dry run knows, from its planned passes, of the state the run retries pending
+    deletions in (DEL4): the progress some passes reach for sure, and the logs the run may write to first.
+
+    A planned pass that reads its source's log to the end (a copy, a read that no RFC2 admission check can
+    stop, a progress advanced over known events) sets `progress(target, source)` for sure, and DEL3's
+    progress form holds for every event it passed. Any other change, an event written into a target's log,
+    may or may not cover what a deletion waits for: only running tells.
+    """
+
+    reaches: dict[tuple[str, str], int]  # (source, target) → the progress the run's pass reaches for sure
+    changed: frozenset[str]  # every log the run may write to before the retry
+
+    def assumed_progress(self, source: str) -> dict[str, int]:
+        """Per target of `source`: the progress the planned pass from `source` reaches for sure."""
+        return {target: seq for (src, target), seq in self.reaches.items() if src == source}
+
+    def depends_on(self, still_blocking: Iterable[str]) -> list[str]:
+        """The targets still holding a deletion back whose logs the run changes first: not decidable."""
+        return sorted(set(still_blocking) & self.changed)
+
+
+def changed_logs(writes: Iterable[str], connections: Iterable[tuple[str, str]] | None) -> frozenset[str]:
+    """The logs a replication run may write to: the targets of passes that may write, and, for a run that goes
+    on round after round (`connections` given), every log reachable from them along a current connection."""
+    changed = set(writes)
+    if connections is None:
+        return frozenset(changed)
+    edges = list(connections)
+    grew = True
+    while grew:
+        reached = {target for source, target in edges if source in changed} - changed
+        changed |= reached
+        grew = bool(reached)
+    return frozenset(changed)
 
 
 @dataclass(frozen=True)

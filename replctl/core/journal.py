@@ -21,6 +21,7 @@ class Outcome(StrEnum):
     REFUSED = "refused"
     INCOMPLETE = "incomplete"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"  # Ctrl-C: the journalled steps are committed, nothing after them
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,24 @@ class Connection:
 
 
 @dataclass(frozen=True)
+class SegmentFile:
+    """One data file of a segment as it was written: what readers read and compare with (issue 19).
+
+    `size` is checked by the census (core.damage) without reading; `rows` and the seq range let a read, a
+    recovery and `log verify` compare what they read with the row and place a lost file exactly (DR0);
+    `sha256` is compared where the bytes are read anyway (`log verify`, a copy). Rows made before these were
+    recorded carry only the size (None for the rest).
+    """
+
+    name: str
+    size: int
+    rows: int | None = None
+    seq_lo: int | None = None
+    seq_hi: int | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
 class Segment:
     """One immutable Parquet segment of a location's log (architecture.md, EventQL design)."""
 
@@ -107,9 +125,14 @@ class Segment:
     # lack the pruned id but the identities still carry it, so "does V cover every event here" stays
     # `vt_lub ≤ V`. Before any pruning it is the plain LUB of the vts.
     vt_lub: VectorTime = EMPTY
-    # The data files the segment was written with, as (name, size) sorted by name; None for a segment
-    # committed before rows recorded them (checked for presence only, core.damage).
-    files: tuple[tuple[str, int], ...] | None = None
+    # The data files the segment was written with, sorted by name; None for a segment committed before
+    # rows recorded them (checked for presence only, core.damage, and read as a folder).
+    files: tuple[SegmentFile, ...] | None = None
+
+    @property
+    def file_names(self) -> tuple[str, ...] | None:
+        """The names of the data files readers read (never a folder listing), None: read the folder."""
+        return None if self.files is None else tuple(f.name for f in self.files)
 
 
 class ChangeKind(StrEnum):

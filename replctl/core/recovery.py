@@ -17,23 +17,57 @@ from replctl.core.vectortime import VectorTime
 
 
 @dataclass(frozen=True)
-class Census:
-    """What the store still holds of one catalogued segment: None = the segment is gone."""
+class FileRead:
+    """What reading one data file of a catalogued segment gave: its rows and smallest and largest seq."""
 
-    segment: Segment
-    count: int | None
-    max_seq: int | None
+    rows: int
+    seq_lo: int | None
+    seq_hi: int | None
 
 
-def lost_from(census: Iterable[Census]) -> int | None:
-    """DR0: the first lost seq, from the stored segments checked against the catalog (None = nothing lost)."""
-    for entry in census:
-        seg = entry.segment
-        if entry.count is None or entry.count == 0 or entry.max_seq is None:
-            return seg.seq_lo
-        if entry.count < seg.count or entry.max_seq < seg.seq_hi:
-            return entry.max_seq + 1
+def lost_from(segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileRead]]) -> int | None:
+    """DR0: the first seq not readable, from what reading each catalogued segment's files gave (`read`:
+    segment path → file name → what it gave; a file or segment not there is absent). None = nothing lost.
+
+    A segment whose row records what each file holds places a loss exactly: a missing file, or one that
+    reads otherwise than recorded, is lost from the first seq it held, so a lost middle part file or segment
+    is found at its gap, not after the last stored seq (issue 19). A file cut short keeps the prefix it
+    still holds (a suffix loss, DR0). A row made before files were recorded is judged by its totals.
+    """
+    for seg in segments:
+        first = _first_lost(seg, read.get(seg.path, {}))
+        if first is not None:
+            return first
     return None
+
+
+def _first_lost(seg: Segment, files: Mapping[str, FileRead]) -> int | None:
+    if seg.files is None or any(f.rows is None for f in seg.files):
+        rows = sum(r.rows for r in files.values())
+        highs = [r.seq_hi for r in files.values() if r.seq_hi is not None]
+        if rows == 0 or not highs:
+            return seg.seq_lo
+        if max(highs) < seg.seq_hi:
+            return max(highs) + 1
+        # Rows are missing but the last one is there: where the gap is cannot be told without per-file
+        # records, so the whole segment counts as lost rather than claimed.
+        return seg.seq_lo if rows != seg.count else None
+    candidates = []
+    for f in seg.files:
+        got = files.get(f.name)
+        if got == FileRead(f.rows or 0, f.seq_lo, f.seq_hi) or f.seq_lo is None or f.seq_hi is None:
+            continue
+        if (
+            got is not None
+            and 0 < got.rows < (f.rows or 0)
+            and got.seq_lo == f.seq_lo
+            and got.seq_hi is not None
+            and got.seq_hi < f.seq_hi
+        ):
+            candidates.append(got.seq_hi + 1)  # a file cut short keeps its prefix (a suffix loss, DR0)
+        else:
+            candidates.append(f.seq_lo)
+    return min(candidates) if candidates else None
 
 
 @dataclass(frozen=True)
@@ -187,6 +221,42 @@ def eligible_sources(
 def ready_sources(pending: list[Source], dvvs: Mapping[str, VectorTime], cvv: VectorTime) -> list[Source]:
     """DR4: the sources whose DVV ≤ CVV-A now."""
     return [s for s in pending if dvvs[s.name] <= cvv]
+
+
+@dataclass(frozen=True)
+class PlannedRounds:
+    """DR4's rounds on paper: the sources of each round, the vector A reaches, the sources never ready."""
+
+    rounds: tuple[tuple[Source, ...], ...]
+    vector: VectorTime
+    pending: tuple[Source, ...]
+
+
+def plan_rounds(
+    sources: Iterable[Source],
+    dvvs: Mapping[str, VectorTime],
+    cvvs: Mapping[str, VectorTime],
+    start: VectorTime,
+    recovering: str,
+) -> PlannedRounds:
+    """DR4 without reading an event: round after round, the sources whose DVV ≤ the vector, which then grows.
+
+    Recovering from an unfiltered source N brings every event N stores that A lacks, and N deleted nothing A
+    lacks (DVV-N ≤ CVV-A), so A's vector grows by CVV-N. What a filtered terminal source (DR3) brings depends
+    on event contents: only its `origin = A` part is certain, so only CVV-N[A] is counted (a lower bound).
+    `recover --dry-run` plans its rounds with this, and BK3 asks it whether a total loss would lose anything.
+    """
+    vector, pending = start, list(sources)
+    rounds: list[tuple[Source, ...]] = []
+    while ready := ready_sources(pending, dvvs, vector):
+        for source in ready:
+            brought = cvvs[source.name]
+            if source.filter is not None:
+                brought = VectorTime({recovering: brought[recovering]})
+            vector = vector | brought
+            pending.remove(source)
+        rounds.append(tuple(ready))
+    return PlannedRounds(tuple(rounds), vector, tuple(pending))
 
 
 def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) -> Refusal:

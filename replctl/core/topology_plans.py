@@ -58,11 +58,19 @@ def plan_location_add(state: TopologyState, name: str, role: Role = Role.READ_WR
             "starting with a letter or digit",
             hint="e.g. replctl location add eu-west-1",
         )
+    if name in state.roles and name not in state.retired:
+        if state.roles[name] is role:
+            # Adding what exists is done already (cli.md: idempotent, exit 0 "nothing to do"): no change.
+            return Decision()
+        return _refuse(
+            "location-exists",
+            f"location {name} exists as {state.roles[name].value}; a location's role is set when it is added (M1)",
+            hint=f"replctl location show {name}",
+        )
     if name in state.roles:
-        retired = " and retired" if name in state.retired else ""
         return _refuse(
             "M1",
-            f"location id {name} was already used{retired}; a location id is never reused (M1)",
+            f"location id {name} was already used and retired; a location id is never reused (M1)",
             hint="choose a new location id: replctl location add NEW-NAME",
         )
     if name in state.groups:

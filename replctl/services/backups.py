@@ -8,8 +8,10 @@ is not copied again (`segments_reused`). Each location's backup is one journalle
 from __future__ import annotations
 
 import getpass
+import os
 import uuid
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,9 +24,15 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services.damage import refuse_damaged
+from replctl.services.engine import Engine
+from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.topology import load_state
+
+# Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
+_COPIERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def create(
@@ -34,21 +42,23 @@ def create(
     names: list[str],
     *,
     reason: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """`backup create [LOC...]`: one backup per location (default: every active one), incremental (BK1)."""
+    """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
+    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing."""
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
         # A recovering location's log is not yet what it will be: the default leaves it out (BK1: active ones).
         chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
-    made = [_one(catalog, store, backups, name, reason) for name in dict.fromkeys(chosen)]
-    return {"backups": [m.summary() for m in made]}
+    made = [_one(catalog, store, backups, name, reason, dry_run=dry_run) for name in dict.fromkeys(chosen)]
+    return {"dry_run": dry_run, "backups": made}
 
 
 def _one(
-    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, reason: str | None
-) -> bk.Manifest:
-    def body(ctx: OperationContext) -> bk.Manifest:
+    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, reason: str | None, *, dry_run: bool
+) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> dict[str, Any]:
         return _backup(ctx, store, backups, name, reason)
 
     return operation(
@@ -57,36 +67,104 @@ def _one(
         args={"location": name},
         reason=reason,
         resources=[location_resource(name)],
-        dry_run=False,
+        dry_run=dry_run,
         body=body,
     )
 
 
+# Where a segment's copy in the backup store comes from (`_plan`).
+REUSED = "reused"  # an earlier manifest names it: neither copied nor read again (incremental)
+HELD = "held"  # a whole copy left by a backup that died before its manifest: kept
+COPY = "copy"  # copied now
+
+
+@dataclass(frozen=True)
+class _PlannedSegment:
+    """One segment of a planned backup: where its copy comes from, its size, and its digest when known."""
+
+    segment: Segment
+    source: str
+    bytes: int
+    digest: str | None = None
+
+
+def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segment]) -> list[_PlannedSegment]:
+    """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes."""
+    # What earlier manifests of this location say of a segment stands for it: the copy is not read again
+    # (incremental). A segment path starts with its location, so no other location's manifest can list it.
+    known = {s.path: s for m in backups.manifests(name) for s in m.segments}
+    planned = []
+    for seg in segments:
+        if seg.path in known:
+            planned.append(_PlannedSegment(seg, REUSED, known[seg.path].bytes, known[seg.path].digest))
+        elif backups.has_segment(seg.path):
+            planned.append(_PlannedSegment(seg, HELD, backups.segment_bytes(seg.path)))
+        else:
+            planned.append(_PlannedSegment(seg, COPY, _data_bytes(store, seg)))
+    return planned
+
+
+def _data_bytes(store: LogStore, seg: Segment) -> int:
+    """The bytes a copy of the segment's data files takes: the row's record, else the folder's data files."""
+    if seg.files is not None:
+        return sum(f.size for f in seg.files)
+    return sum((store.segment_files(seg.path) or {}).values())
+
+
+def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifest | None) -> dict[str, Any]:
+    """The `backup create --json` entry; a dry run's (no `manifest`) has no id or time, only the run gives them."""
+    copied = [p for p in planned if p.source == COPY]
+    shared = {
+        "location": loc.name,
+        "seq": loc.seq,
+        "events": sum(p.segment.count for p in planned),
+        "segments": len(planned),
+        "segments_reused": sum(1 for p in planned if p.source == REUSED),
+        "bytes": sum(p.bytes for p in planned),
+        "cvv": loc.cvv.to_dict(),
+    }
+    fresh = {"copied": [p.segment.path for p in copied], "bytes_copied": sum(p.bytes for p in copied)}
+    if manifest is None:
+        return {"id": None, "created_at": None, **shared, **fresh}
+    return {**manifest.summary(), **fresh}
+
+
 def _backup(
     ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
-) -> bk.Manifest:
+) -> dict[str, Any]:
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
         version = tx.catalog_version()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
-    # What earlier manifests say of a segment stands for it: the copy is not read again (incremental).
-    known = {s.path: s for m in backups.manifests() for s in m.segments}
-    held: list[bk.BackupSegment] = []
-    reused = 0
-    for seg in segments:
-        if seg.path in known:
-            reused += 1
-            size, sha = known[seg.path].bytes, known[seg.path].digest
-        elif backups.has_segment(seg.path):
-            # A copy left by a backup that died before its manifest: whole (renamed into place), so keep it.
-            size, sha = _held(backups, seg.path)
-        else:
-            size, sha = backups.put_segment(store.local_path(seg.path), seg.path)
-        held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
-        hit("backup.after-copy")
-    now = datetime.now(UTC).replace(microsecond=0)
+    # DR0: a backup of a damaged log would hold fewer events than its manifest says it does.
+    refuse_damaged(store, name, segments)
+    planned = _plan(store, backups, name, segments)
+    if ctx.dry_run:
+        return _summary(loc, planned, None)
+
+    def copy(p: _PlannedSegment) -> tuple[int, str]:
+        if p.source == COPY:
+            return backups.put_segment(store, p.segment.path, p.segment.file_names)
+        if p.source == HELD:
+            return _held(backups, p.segment.path)
+        return p.bytes, p.digest or ""
+
+    with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
+        # Copying and digesting release the GIL: segments are copied side by side, one per core. An
+        # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
+        copying = sum(1 for p in planned if p.source == COPY)
+        results = pool.map(copy, planned) if copying > 1 else map(copy, planned)
+        held: list[bk.BackupSegment] = []
+        done: list[_PlannedSegment] = []
+        for p, (size, sha) in zip(planned, results, strict=True):
+            seg = p.segment
+            done.append(replace(p, bytes=size, digest=sha))
+            held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
+            hit("backup.after-copy")
+    # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
+    now = datetime.now(UTC)
     manifest = bk.Manifest(
         id=bk.backup_id(name, now, uuid.uuid4().hex[:6]),
         location=name,
@@ -101,20 +179,20 @@ def _backup(
         created_at=now.isoformat(),
         who=_who(),
         reason=reason,
-        segments_reused=reused,
+        segments_reused=sum(1 for p in planned if p.source == REUSED),
+        baseline=loc.baseline,
     )
     backups.put_manifest(manifest)
     with ctx.transaction() as tx:
-        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": reused})
-    return manifest
+        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": manifest.segments_reused})
+    return _summary(loc, done, manifest)
 
 
 def _held(backups: BackupStore, path: str) -> tuple[int, str]:
-    folder = backups.segment_folder(path)
     sha = backups.segment_digest(path)
     if sha is None:
         raise EnvironmentFailure(f"the backup copy of {path} vanished", code="backup-store")
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()), sha
+    return backups.segment_bytes(path), sha
 
 
 def _who() -> str:
@@ -177,14 +255,53 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
-    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest."""
+def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, Any]:
+    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
+    the invariants of rules.md §9 on the backup's own events against its manifest.
+
+    `engine.store` is the backup store's view of its segment copies (`BackupStore.segment_store`): the events
+    are read from the backup only, never from the live log. The checks are `log verify`'s
+    (`services.logs.log_invariants`): I1, I2, I3, I4, I7 and each segment against its manifest entry. I5 and
+    I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
+    their digests is not read further: its events are not the ones the manifest describes.
+    """
     chosen = [find(backups, r) for r in refs] if refs else backups.manifests()
     results = []
     for m in chosen:
         problems = damage(backups, m)
-        results.append({"id": m.id, "location": m.location, "ok": not problems, "problems": problems})
+        violations = [] if problems else _invariants(engine, m)
+        for v in violations:
+            at = f" at seq {v['seq']}" if v["seq"] is not None else ""
+            problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
+        results.append(
+            {
+                "id": m.id,
+                "location": m.location,
+                "ok": not problems,
+                "problems": problems,
+                "violations": violations,
+            }
+        )
     return {"backups": results}
+
+
+def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
+    segments = [
+        Segment(0, manifest.location, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub)
+        for s in manifest.segments
+    ]
+    # A manifest written before baselines were recorded: any CVV entry may be one, so I3 can only ask that
+    # the stored events and the DVV stay within the CVV (expected = LUB ⊔ DVV ⊔ CVV = CVV).
+    baseline = manifest.cvv if manifest.baseline is None else manifest.baseline
+    return log_invariants(
+        engine,
+        segments,
+        seq=manifest.seq,
+        cvv=manifest.cvv,
+        dvv=manifest.dvv,
+        baseline=baseline,
+        described_by="the manifest",
+    )
 
 
 def prune(

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
-from replctl.core.compaction import merge_runs, orphans
+from replctl.adapters.logstore.inventory import record_files
+from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
@@ -44,13 +45,17 @@ def compact(
             segments = tx.segments(name)
         # DR0: merging a damaged log would turn its missing or altered files into a well-formed segment.
         refuse_unwritable(engine.store, loc, segments)
-        runs = merge_runs(segments, target_size)
+        planned = plan_compaction(segments, target_size)
+        runs = planned.runs
         doc: dict[str, Any] = {
             "location": name,
             "dry_run": ctx.dry_run,
-            "segments_before": len(segments),
+            "segments_before": planned.segments_before,
             "merged": [{"from": len(run), "seq_lo": run[0].seq_lo, "seq_hi": run[-1].seq_hi} for run in runs],
             "orphans_removed": [],
+            # Issue 14: the count after comes from the plan, for the dry run as for the run (under the
+            # location's lease nothing else changes this log's rows meanwhile).
+            "segments_after": planned.segments_after,
         }
         if not ctx.dry_run:
             from replctl.adapters.spark.jobs import compact as merge
@@ -60,7 +65,7 @@ def compact(
                 stats = merge(
                     engine.spark(),
                     engine.store,
-                    [s.path for s in run],
+                    run,
                     out_rel,
                     keys=clk.vt_keys(loc.cvv),
                     identity_origins=clk.identity_origins,
@@ -76,7 +81,7 @@ def compact(
                         stats.count,
                         VectorTime(stats.vt_lub),
                         ctx.id,
-                        files=engine.store.segment_files(out_rel),
+                        files=record_files(engine.store, out_rel),
                     )
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below
@@ -92,8 +97,6 @@ def compact(
                 for path in found:
                     engine.store.remove(path)
                     hit("compact.gc-after-remove")  # the rest stay orphans: a re-run collects them
-        with ctx.transaction() as tx:
-            doc["segments_after"] = len(tx.segments(name))
         return doc
 
     return operation(

@@ -10,7 +10,8 @@ from __future__ import annotations
 from replctl.adapters.logstore import LogStore
 from replctl.core.damage import SegmentDamage, census, describe
 from replctl.core.model import Location, LocationState, Segment
-from replctl.errors import LockHeld
+from replctl.errors import DamagedLog, LockHeld
+from replctl.failpoints import hit
 
 
 def find_damage(store: LogStore, segments: list[Segment]) -> list[SegmentDamage]:
@@ -25,10 +26,9 @@ def refuse_damaged(store: LogStore, name: str, segments: list[Segment]) -> None:
     partial read) nor written until it is recovered."""
     damage = find_damage(store, segments)
     if damage:
-        raise LockHeld(
-            f"{describe(name, damage)}; it is neither read nor written until it is recovered (DR0)",
-            code="damaged",
-            hint=f"replctl recover location {name}",
+        hit("damage.before-refusal")  # a crash here has written nothing; the re-run refuses the same way
+        raise DamagedLog(
+            name, f"{describe(name, damage)}; it is neither read nor written until it is recovered (DR0)"
         )
 
 

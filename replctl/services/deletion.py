@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import deletion as plan
 from replctl.core.model import Location, Segment
 from replctl.core.retirement import clocks
@@ -25,6 +26,13 @@ from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 
 
+def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: bool) -> None:
+    """What `delete --json` says of a decided cut: whether and up to where it waits, and for whom."""
+    doc["pending"] = pending
+    doc["pending_upto"] = cut_bound if pending else None
+    doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+
+
 def delete_in(
     ctx: OperationContext,
     engine: Engine,
@@ -34,16 +42,24 @@ def delete_in(
     logical: bool,
     retry: bool = False,
     guard: DeletionGuard | None = None,
+    assume_progress: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """One deletion request inside an operation (also used to retry pending ones after replication).
 
     `guard` (the `delete` command's) reports and, if required, refuses a cut that hurts recoverability (BK4).
+    `assume_progress` (a `replicate` dry run only, `retry_pending`): per target, the progress a planned pass
+    reaches for sure before the run retries; the cut is decided as the run will decide it then (DEL3).
     """
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         locations = {x.name: x for x in tx.locations()}
-        targets = plan.current_targets(name, tx.connections(), locations)
+        # A run decides on the progress it finds, never on a planned one.
+        targets = plan.with_progress(
+            plan.current_targets(name, tx.connections(), locations),
+            assume_progress if ctx.dry_run else None,
+        )
         segments = tx.segments(name)
+        target_segments = {t.name: tx.segments(t.name) for t in targets}
         waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
     target_upto = plan.pending_target(requested_upto, waiting.requested_upto if waiting else None)
@@ -71,16 +87,17 @@ def delete_in(
         return doc
 
     cut_bound = plan.bound(loc, target_upto)
-    cut = _decide_cut(engine, loc, targets, segments, cut_bound)
+    cut = _decide_cut(engine, loc, targets, segments, cut_bound, target_segments=target_segments)
     pending = cut.upto < cut_bound
-    doc["pending"] = pending
-    doc["pending_upto"] = cut_bound if pending else None
-    doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+    _report_cut(doc, cut, cut_bound, pending=pending)
     if guard is not None:
         check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
+            # Issue 14: the dry run reports the state the run leaves, not the state before it.
             doc["would_delete"] = {"from": loc.deleted_upto + 1, "upto": cut.upto}
+            doc["deleted_upto"] = cut.upto
+            doc["dvv"] = _planned_dvv(engine, loc, segments, cut.upto).to_dict()
         return doc
     try:
         updated = _apply_cut(
@@ -90,8 +107,7 @@ def delete_in(
         # DEL3: a target appeared while the cut was decided; nothing was cut, the request waits for it.
         updated, pending, deferred = loc, True, True
         cut = plan.Cut(loc.deleted_upto, tuple((t, loc.deleted_upto + 1) for t in changed.names))
-        doc["pending"], doc["pending_upto"] = True, cut_bound
-        doc["blocked_by"] = [{"target": t, "first_blocked_seq": s} for t, s in cut.blocked_by]
+        _report_cut(doc, cut, cut_bound, pending=True)
     else:
         deferred = False
     with ctx.transaction() as tx:
@@ -128,15 +144,31 @@ def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) ->
 
 
 def _decide_cut(
-    engine: Engine, loc: Location, targets: list[plan.Target], segments: list[Segment], cut_bound: int
+    engine: Engine,
+    loc: Location,
+    targets: list[plan.Target],
+    segments: list[Segment],
+    cut_bound: int,
+    *,
+    target_segments: dict[str, list[Segment]],
 ) -> plan.Cut:
-    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets."""
+    """DEL3/DEL4: the catalog clears what it can; one scan answers for the remaining targets.
+
+    DR0: a damaged target's CVV and progress claim events its store may have lost; until it is recovered
+    (which recomputes both from what survived, DR1/DR2) it holds back everything not yet deleted.
+    """
+    damaged = {t.name for t in targets if find_damage(engine.store, target_segments[t.name])}
+    if damaged:
+        held = dict.fromkeys(damaged, loc.deleted_upto + 1)
+        others = [t for t in targets if t.name not in damaged]
+        cut = _decide_cut(engine, loc, others, segments, cut_bound, target_segments=target_segments)
+        return plan.safe_prefix(loc.deleted_upto, cut_bound, {**dict(cut.blocked_by), **held})
     unclear = plan.targets_to_scan(targets, segments, loc.deleted_upto, cut_bound)
     first_needed: dict[str, int | None] = {}
     if unclear and cut_bound > loc.deleted_upto:
         from replctl.adapters.spark.deletion import first_needed as scan
 
-        at_stake = [s.path for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
+        at_stake = [s for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
         first_needed = scan(
             engine.spark(),
             engine.store,
@@ -145,6 +177,18 @@ def _decide_cut(
             targets={t.name: (t.progress, t.cvv.to_dict()) for t in unclear},
         )
     return plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
+
+
+def _planned_dvv(engine: Engine, loc: Location, segments: list[Segment], upto: int) -> VectorTime:
+    """DEL2 as the run will compute it for a cut at `upto`: the dropped segments' LUBs from their rows, and the
+    straddling segment's dropped part by one scan of that segment (the run learns it from its rewrite)."""
+    segment_cut = plan.cut_segments(segments, upto)
+    dvv = loc.dvv | lub(s.vt_lub for s in segment_cut.drop)
+    if segment_cut.straddle is not None:
+        from replctl.adapters.spark.deletion import dropped_lub
+
+        dvv = dvv | VectorTime(dropped_lub(engine.spark(), engine.store, segment_cut.straddle, upto=upto))
+    return dvv
 
 
 class TargetsChanged(Exception):
@@ -183,7 +227,7 @@ def _apply_cut(
         rewritten = rewrite_from(
             engine.spark(),
             engine.store,
-            segment_cut.straddle.path,
+            segment_cut.straddle,
             cut.upto + 1,
             out_rel,
             keys=clk.vt_keys(loc.cvv),
@@ -211,7 +255,7 @@ def _apply_cut(
                     kept.count,
                     VectorTime(kept.vt_lub),
                     ctx.id,
-                    files=engine.store.segment_files(out_rel),
+                    files=record_files(engine.store, out_rel),
                 )
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
@@ -266,10 +310,10 @@ def delete(
             age = plan.parse_age(older_than)
             with ctx.transaction() as tx:
                 loc = get_location(tx, name)
-                paths = [s.path for s in tx.segments(name)]
+                segments = tx.segments(name)
             from replctl.adapters.spark.deletion import last_seq_emitted_before
 
-            found = last_seq_emitted_before(engine.spark(), engine.store, paths, datetime.now(UTC) - age)
+            found = last_seq_emitted_before(engine.spark(), engine.store, segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
         return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 
@@ -285,10 +329,43 @@ def delete(
 
 
 def retry_pending(
-    ctx: OperationContext, engine: Engine, only: set[str] | None = None
+    ctx: OperationContext,
+    engine: Engine,
+    only: set[str] | None = None,
+    outlook: plan.PassOutlook | None = None,
 ) -> list[dict[str, Any]]:
     """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given: the
-    ones the operation leased)."""
+    ones the operation leased).
+
+    A dry run passes the `outlook` of its planned passes: each retry is decided, by the same `delete_in`, on
+    the progress those passes reach for sure. It says which recorded blockers the passes satisfy
+    (`satisfied_by`), and, when a target still holding it back has its log written by the run first, that
+    the retry is decided only by running (`decided: false`, `depends_on`), as a pass reports `depends`.
+    """
     with ctx.transaction() as tx:
         pending = [p for p in tx.pending_deletions() if only is None or p.location in only]
-    return [delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending]
+    if outlook is None:
+        return [
+            delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending
+        ]
+    docs = []
+    for p in pending:
+        reach = outlook.assumed_progress(p.location)
+        doc = delete_in(
+            ctx, engine, p.location, p.requested_upto, logical=False, retry=True, assume_progress=reach
+        )
+        blocking = [b["target"] for b in doc["blocked_by"]]
+        depends = outlook.depends_on(blocking)
+        doc["satisfied_by"] = [
+            {"target": t, "pass": f"{p.location}→{t}", "progress": reach[t]}
+            for t in sorted(set(p.blocked_by) - set(blocking))
+            if t in reach
+        ]
+        doc["decided"] = not depends
+        doc["depends_on"] = depends
+        if depends:
+            doc["reason"] = (
+                f"decided once the run has written to {', '.join(depends)} (DEL4); at least what is shown"
+            )
+        docs.append(doc)
+    return docs

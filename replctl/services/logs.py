@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from replctl import localfiles
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.adapters.spark.results import SegmentStats
 from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
@@ -24,7 +28,7 @@ from replctl.core.journal import Operation, Outcome
 from replctl.core.model import Role, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
-from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.engine import Engine
@@ -66,8 +70,12 @@ def read_source(
     generate: int | None,
     seed: int,
     max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+    *,
+    location: str = "LOC",
 ) -> AppendSource:
     """Parse and validate the input before anything is written (a bad one exits 2, nothing changes).
+
+    `location` is the location the events are for, named in the hint of a refusal (issue 18).
 
     Every path gets the same checks (issue 19): `--event`, a `.jsonl` file and a Parquet file or folder
     (`adapters.eventfile`, before Spark reads it), each payload within `max_payload_bytes`.
@@ -77,7 +85,7 @@ def read_source(
         raise InvalidInput(
             "give exactly one of --event, --file or --generate",
             code="bad-option",
-            hint='replctl log append A --event \'{"key": "e1"}\'',
+            hint=f'replctl log append {location} --event \'{{"key": "e1"}}\'',
         )
     if generate is not None:
         if generate < 1:
@@ -145,7 +153,19 @@ def append(
             return _resume(ctx, name, digest, interrupted)
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
-            return {"location": name, "dry_run": True, "appended": count, "seq_from": loc.seq + 1}
+            doc: dict[str, Any] = {
+                "location": name,
+                "dry_run": True,
+                "appended": count,
+                "seq_from": loc.seq + 1,
+            }
+            if count is not None:
+                # EM1/EM2: consecutive seqs from seq_from; CVV-X grows by the last event's vt (issue 14: the
+                # dry run reports what the run will, where the count is known before reading a Parquet file).
+                seq_to = loc.seq + count
+                last_vt = clk.emission_base(loc.cvv) | VectorTime({name: seq_to})
+                doc.update(seq_to=seq_to, cvv=(loc.cvv | last_vt).to_dict())
+            return doc
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
         base = clk.emission_base(loc.cvv).to_dict()
@@ -176,7 +196,7 @@ def append(
                 stats.count,
                 VectorTime(stats.vt_lub),
                 ctx.id,
-                files=engine.store.segment_files(out_rel),
+                files=record_files(engine.store, out_rel),
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
@@ -254,7 +274,7 @@ def interrupted_append(
     effect (refused, or interrupted before its commit) does not count: the one before it decides. The first
     one with an effect decides: finished (`succeeded`, also when it completed an interrupted one) means the
     operator appends the same events again on purpose; committed (its `append` step journalled) but still
-    `running` or `failed` means it was interrupted after its commit, and it is returned.
+    `running`, `failed` or `interrupted` means it was interrupted after its commit, and it is returned.
 
     Such an operation can no longer commit anything: the caller holds the location's lease, so the
     interrupted one's lease was taken over (its holder died, `holder-died`) or had expired, and fencing
@@ -264,7 +284,8 @@ def interrupted_append(
         if op.id == current:
             continue
         committed = any(step.name == APPEND_STEP for step in op.steps)
-        if op.outcome in (Outcome.RUNNING, Outcome.FAILED):
+        # Ctrl-C after the commit (issue 18) is an interruption like a crash: resumed, never appended twice.
+        if op.outcome in (Outcome.RUNNING, Outcome.FAILED, Outcome.INTERRUPTED):
             if committed:
                 return op
             continue  # no effect: look further back
@@ -311,6 +332,16 @@ def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class LogPage:
+    """`log show` as a stream: the log's metadata, its events in seq order (read lazily), and how many events
+    are physically stored from `from_seq` on (the segments' catalogued counts, no read needed)."""
+
+    header: dict[str, Any]
+    events: Iterator[dict[str, Any]]
+    stored: int
+
+
 def show(
     catalog: Catalog,
     engine: Engine,
@@ -320,31 +351,77 @@ def show(
     limit: int | None = None,
 ) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
+    page = show_page(catalog, engine, name, from_seq=from_seq, limit=limit)
+    return {**page.header, "events": list(page.events)}
+
+
+def show_page(
+    catalog: Catalog,
+    engine: Engine,
+    name: str,
+    *,
+    from_seq: int = 0,
+    limit: int | None = None,
+    newest: int | None = None,
+) -> LogPage:
+    """The stored events of a log from `from_seq` on, at most `limit`, or only the `newest` N (issue 18).
+
+    On a local store the events are read one segment at a time, so a long log is never held whole in memory;
+    `newest` reads only the last segments, the ones that hold those N events (their catalogued counts say
+    which). Logically deleted events are included (cli.md), as the stored log holds them.
+    """
     with catalog.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
-        segments = [s for s in tx.segments(name) if s.seq_hi >= from_seq]
-    events: list[dict[str, Any]] = []
+        segments = sorted((s for s in tx.segments(name) if s.seq_hi >= from_seq), key=lambda s: s.seq_lo)
     if segments:
         check_stored(engine, name, segments)
-        paths = [s.path for s in segments]
-        if engine.store.is_local:
-            from replctl.adapters.logstore.reader import read_local
-
-            events = read_local(engine.store, paths, from_seq=from_seq, limit=limit)
-        else:
-            from replctl.adapters.spark import jobs
-
-            events = jobs.read_log(engine.spark(), engine.store, paths, from_seq=from_seq, limit=limit)
-    return {
+    stored = sum(s.count for s in segments)
+    if newest is not None:
+        tail: list[Segment] = []
+        for segment in reversed(segments):
+            tail.insert(0, segment)
+            if sum(s.count for s in tail) >= newest:
+                break
+        segments = tail
+    # Spark reads the segments in one job: it takes the limit itself rather than reading the whole log.
+    events = _read_events(engine, segments, from_seq, None if newest is not None else limit)
+    if newest is not None:
+        events = iter(deque(events, maxlen=newest))
+    elif limit is not None:
+        events = islice(events, limit)
+    header = {
         "location": name,
         "seq": loc.seq,
         "deleted_upto": loc.deleted_upto,
         "logical_deleted_upto": loc.logical_deleted_upto,
-        "events": [
-            {k: e[k] for k in ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")}
-            for e in events
-        ],
     }
+    return LogPage(header, events, stored)
+
+
+_EVENT_KEYS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")
+
+
+def _read_events(
+    engine: Engine, segments: list[Segment], from_seq: int, limit: int | None
+) -> Iterator[dict[str, Any]]:
+    if not segments:
+        return
+    try:
+        if engine.store.is_local:
+            from replctl.adapters.logstore.reader import read_local
+
+            # Each segment is read whole and counted against its row before its events are shown.
+            for segment in segments:
+                for e in read_local(engine.store, [segment], from_seq=from_seq):
+                    yield {k: e[k] for k in _EVENT_KEYS}
+            return
+        from replctl.adapters.spark import jobs
+
+        for e in jobs.read_log(engine.spark(), engine.store, segments, from_seq=from_seq, limit=limit):
+            yield {k: e[k] for k in _EVENT_KEYS}
+    except DamagedLog as damaged:
+        # Found by the read itself (a file lost or changed after the census): the census's refusal.
+        raise EnvironmentFailure(damaged.message, code="store-damaged", hint=damaged.hint) from damaged
 
 
 def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]:
@@ -364,8 +441,6 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
     for n in wanted:
         loc = every[n]
         found: list[dict[str, Any]] = []
-        if not loc.dvv <= loc.cvv:  # I4
-            found.append({"invariant": "I4", "seq": None, "message": f"DVV {loc.dvv} ≰ CVV {loc.cvv}"})
         for c in connections:  # I5: progress(Y,X) ≤ X.seq
             if c.source == n and c.progress > loc.seq:
                 found.append(
@@ -375,31 +450,56 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
                         "message": f"progress({c.target},{n}) = {c.progress} > {n}.seq = {loc.seq}",
                     }
                 )
-        if segments[n]:
-            from replctl.adapters.spark import verify as spark_verify
-
-            for v in spark_verify.verify_log(
-                engine.spark(),
-                engine.store,
-                [s.path for s in segments[n]],
-                seq=loc.seq,
-                cvv=loc.cvv.to_dict(),
-                dvv=loc.dvv.to_dict(),
-                baseline=loc.baseline.to_dict(),
-                segments_meta=segments[n],
-            ):
-                found.append({"invariant": v.code, "seq": v.seq, "message": v.message})
-        elif loc.cvv != (loc.dvv | loc.baseline):  # I3 for an empty log
-            found.append(
-                {
-                    "invariant": "I3",
-                    "seq": None,
-                    "message": f"CVV {loc.cvv} ≠ LUB of stored and deleted vts {loc.dvv | loc.baseline}",
-                }
-            )
+        found = (
+            log_invariants(engine, segments[n], seq=loc.seq, cvv=loc.cvv, dvv=loc.dvv, baseline=loc.baseline)
+            + found
+        )
         report.append({"location": n, "ok": not found, "violations": found})
     i6 = [v for v in validate_state(state) if not v.warning]
     return {
         "logs": report,
         "topology": [{"invariant": "I6", "code": v.code, "message": v.message} for v in i6],
     }
+
+
+def log_invariants(
+    engine: Engine,
+    segments: list[Segment],
+    *,
+    seq: int,
+    cvv: VectorTime,
+    dvv: VectorTime,
+    baseline: VectorTime,
+    described_by: str = "the catalog",
+) -> list[dict[str, Any]]:
+    """I1–I4 and I7 of one log: `segments` (in seq order, read from `engine.store`) against the metadata
+    they should agree with (`described_by` names it in messages). `log verify` passes a live log and its
+    catalog row; `backup verify` a backup's copies and its manifest (services.backups). Spark starts only
+    when there are events to read."""
+    found: list[dict[str, Any]] = []
+    if not dvv <= cvv:  # I4
+        found.append({"invariant": "I4", "seq": None, "message": f"DVV {dvv} ≰ CVV {cvv}"})
+    if segments:
+        from replctl.adapters.spark import verify as spark_verify
+
+        for v in spark_verify.verify_log(
+            engine.spark(),
+            engine.store,
+            [s.path for s in segments],
+            seq=seq,
+            cvv=cvv.to_dict(),
+            dvv=dvv.to_dict(),
+            baseline=baseline.to_dict(),
+            segments_meta=segments,
+            described_by=described_by,
+        ):
+            found.append({"invariant": v.code, "seq": v.seq, "message": v.message})
+    elif cvv != (dvv | baseline):  # I3 for an empty log
+        found.append(
+            {
+                "invariant": "I3",
+                "seq": None,
+                "message": f"CVV {cvv} ≠ LUB of stored and deleted vts {dvv | baseline}",
+            }
+        )
+    return found

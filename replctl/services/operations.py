@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from replctl.adapters.catalog.leases import holder_name
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.errors import Incomplete, LockHeld, Refused, ReplctlError
+from replctl.errors import Incomplete, Interrupted, LockHeld, Refused, ReplctlError
 from replctl.failpoints import hit
 from replctl.services.lease_keeper import LeaseKeeper
 from replctl.services.plans import AppliedPlan, stale_plan
@@ -198,18 +198,21 @@ def operation(
         hit("operation.before-finish")
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         return result
-    except Refused as exc:
+    except (Refused, LockHeld) as exc:
         outcome, error = "refused", exc.to_json()
         raise
     except Incomplete as exc:
         outcome, error = "incomplete", exc.to_json()
         raise
-    except LockHeld as exc:
-        outcome, error = "refused", exc.to_json()
-        raise
     except ReplctlError as exc:
         error = exc.to_json()
         raise
+    except KeyboardInterrupt:
+        # Ctrl-C (issue 18): each step commits in its own transaction, so what the journal lists is done and
+        # nothing after it; a re-run resumes (REP3). Said in one line, journalled as `interrupted`.
+        stopped = Interrupted(f"interrupted; nothing committed after step {ctx.steps}; re-run to resume")
+        outcome, error = "interrupted", stopped.to_json()
+        raise stopped from None
     except BaseException as exc:
         error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
         raise

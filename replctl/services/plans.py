@@ -172,7 +172,10 @@ def _parse(path: Path, doc: Any) -> Plan:
     if not isinstance(doc, dict):
         raise _bad(path, "it is not a JSON object")
     if doc.get("format") != PLAN_FORMAT:
-        raise _bad(path, f"its format is {doc.get('format')!r}, expected {PLAN_FORMAT!r}")
+        found = doc.get("format")
+        # Name what was found in words, never as a Python repr (`its format is None`, issue 18).
+        what = "it names no format" if found is None else f"its format is {json.dumps(found)}"
+        raise _bad(path, f"{what}, expected {json.dumps(PLAN_FORMAT)}")
     command, catalog, plan, inputs = (
         doc.get("command"),
         doc.get("catalog"),

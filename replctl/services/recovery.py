@@ -14,11 +14,11 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
@@ -28,7 +28,7 @@ from replctl.failpoints import hit
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
-from replctl.services.replication import run_pass
+from replctl.services.replication import DAMAGED, run_pass
 from replctl.services.topology import load_state
 
 
@@ -66,22 +66,11 @@ def drill(
         if ctx.dry_run:
             return doc
         if split.straddle is not None:
-            from replctl.adapters.spark.recovery import truncate_below
+            from replctl.adapters.logstore.drill import cut_files
 
-            # Rewrite in place: write the survivors aside, then swap directories, as a torn disk would leave it.
-            aside = engine.store.new_segment_path(name, split.straddle.seq_lo)
-            truncate_below(
-                engine.spark(),
-                engine.store,
-                split.straddle.path,
-                from_seq,
-                aside,
-                keys=sorted(split.straddle.vt_lub),
-            )
-            target = engine.store.local_path(split.straddle.path)
-            shutil.rmtree(target, ignore_errors=True)
-            if engine.store.exists(aside):
-                shutil.move(str(engine.store.local_path(aside)), str(target))
+            # In place, file by file, as a torn disk would leave it: files wholly from SEQ on go, the one
+            # holding SEQ keeps its earlier rows under its own name.
+            cut_files(engine.store, split.straddle, from_seq)
         for seg in split.lost:
             engine.store.remove(seg.path)
         with ctx.transaction() as tx:
@@ -148,6 +137,7 @@ def _recover(
         "cvv": loc.cvv.to_dict(),
     }
     if first_lost is not None:
+        hit("recover.after-census")  # the loss is known, A not yet marked recovering: a re-run finds it again
         loc = _recover_metadata(ctx, engine, loc, segments=segments, first_lost=first_lost, doc=doc)
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
@@ -161,18 +151,24 @@ def finish_recovery(
     """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1)."""
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
+        with ctx.transaction() as tx:
+            current = get_location(tx, name)
+            others = [x.cvv for x in tx.locations() if x.name != name]
+        if doc["rounds"]:
+            # The events recovered take new seqs after T (DR1), as many as the passes examine: only the
+            # run knows, so the dry run promises no number it cannot keep (issue 14).
+            doc["clock"]["after"] = None
+        else:
+            seq = (
+                max(doc["survivors_upto"], doc["clock"]["floor"]) if "floor" in doc["clock"] else current.seq
+            )
+            planned, _ = _ended(replace(current, seq=seq, cvv=VectorTime(doc["cvv"])), others, doc)
+            doc["clock"]["after"] = planned.seq
         return doc
     hit("recover.before-end")
     with ctx.transaction() as tx:
         current = get_location(tx, name)
-        floor = dr.recovered_clock(
-            current, current.cvv, [x.cvv for x in tx.locations() if x.name != name]
-        ).floor
-        # DR1: the clock never runs in the past; the next own event gets origin_time > T.
-        # DR0: an incomplete recovery (DR5 refusals) leaves the location recovering, so appends, replication
-        # into it, deletions and compaction keep waiting until a later `recover` completes.
-        state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
-        ended = replace(current, seq=max(current.seq, floor), state=state)
+        ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
     doc["clock"]["after"] = ended.seq
@@ -182,14 +178,24 @@ def finish_recovery(
     return doc
 
 
+def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> tuple[Location, int]:
+    """The location as recovery leaves it, and T, for the run and its dry run alike."""
+    floor = dr.recovered_clock(current, current.cvv, others).floor
+    # DR1: the clock never runs in the past; the next own event gets origin_time > T.
+    # DR0: an incomplete recovery (DR5 refusals) leaves the location recovering, so appends, replication
+    # into it, deletions and compaction keep waiting until a later `recover` completes.
+    state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
+    return replace(current, seq=max(current.seq, floor), state=state), floor
+
+
 def _find_loss(engine: Engine, segments: list[Segment], declared: int | None) -> int | None:
-    """DR0: the declared first lost seq, or the first segment the store no longer holds in full."""
+    """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
+    counts from its start: what follows it is not claimed as held)."""
     found = None
     if segments:
         from replctl.adapters.spark.recovery import census
 
-        stored = census(engine.spark(), engine.store, [s.path for s in segments])
-        found = dr.lost_from(dr.Census(s, *stored.get(s.path, (None, None))) for s in segments)
+        found = dr.lost_from(segments, census(engine.spark(), engine.store, segments))
     if declared is None:
         return found
     return declared if found is None else min(declared, found)
@@ -221,7 +227,7 @@ def _recover_metadata(
         kept_stats = truncate_below(
             engine.spark(),
             engine.store,
-            split.straddle.path,
+            split.straddle,
             first_lost,
             out_rel,
             keys=clk.vt_keys(loc.cvv),
@@ -255,7 +261,7 @@ def _recover_metadata(
                 kept_stats.count,
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
-                files=engine.store.segment_files(out_rel),
+                files=record_files(engine.store, out_rel),
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
@@ -291,11 +297,13 @@ def _event_recovery(
         state = load_state(tx)
         connections = {c.key: c for c in tx.connections()}
         dvvs = {x.name: x.dvv for x in tx.locations()}
+        cvvs = {x.name: x.cvv for x in tx.locations()}
         # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
         cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
     sources, refused = dr.eligible_sources(state, name, connections, or_origin)
     pending = list(sources)
     rounds: list[dict[str, Any]] = []
+    damaged: list[dict[str, Any]] = []
     while pending and not ctx.dry_run:
         ready = dr.ready_sources(pending, dvvs, cvv)
         if not ready:
@@ -305,16 +313,30 @@ def _event_recovery(
             report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
             written += report.written
             pending.remove(source)
+            if report.action == DAMAGED:
+                # DR0: a damaged source served nothing; the recovery is not complete without it, and a
+                # re-run once that source is recovered reads it (its connection is not blocked: DR5 is
+                # about what the source deleted, not about its store).
+                damaged.append(
+                    {"source": source.name, "rule": "DR0", "reason": report.reason or "", "missing": {}}
+                )
         rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
         with ctx.transaction() as tx:
             cvv = get_location(tx, name).cvv
-    if ctx.dry_run:  # the same planner, one round ahead: what the first round would use
-        ready = dr.ready_sources(pending, dvvs, cvv)
-        rounds = [{"round": 1, "sources": [s.name for s in ready], "written": None}] if ready else []
-        pending = [s for s in pending if s not in ready]
+    if ctx.dry_run:
+        # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
+        # the vector A reaches is what the later rounds and the refusals below are checked against.
+        planned = dr.plan_rounds(pending, dvvs, cvvs, cvv, name)
+        rounds = [
+            {"round": i, "sources": [s.name for s in ready], "written": None}
+            for i, ready in enumerate(planned.rounds, start=1)
+        ]
+        pending, cvv = list(planned.pending), planned.vector
+        doc["cvv"] = cvv.to_dict()
     refused += [dr.dr4_refusal(s.name, dvvs[s.name], cvv, name) for s in pending]
     doc["rounds"] = rounds
     _settle_refused(ctx, name, refused, accept_loss=accept_loss, dvvs=dvvs, doc=doc)
+    doc["refused"] += damaged
 
 
 def _settle_refused(
@@ -336,24 +358,25 @@ def _settle_refused(
         }
         for r in refused
     ]
-    if ctx.dry_run:
-        doc["refused"] = report
-        return
     with ctx.transaction() as tx:
         for r in refused:
             conn = tx.connection(r.source, name)
             if conn is None or not conn.current:
                 continue
             if accept_loss:
-                loc = get_location(tx, name)
+                # The dry run accepts on paper what the run accepts (issue 14): the same sources, the same CVV.
                 merged = dvvs[r.source]
+                doc["cvv"] = (VectorTime(doc["cvv"]) | merged).to_dict()
+                doc["accepted"].append(r.source)
+                if ctx.dry_run:
+                    continue
+                loc = get_location(tx, name)
                 tx.put_location(
                     replace(loc, cvv=loc.cvv | merged, dvv=loc.dvv | merged, baseline=loc.baseline | merged)
                 )
                 tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
                 ctx.step(tx, "accept-loss", {"source": r.source, "merged": merged.to_dict()})
-                doc["accepted"].append(r.source)
-            else:
+            elif not ctx.dry_run:
                 tx.put_connection(
                     replace(conn, state=ConnectionState.BLOCKED, reason=f"blocked [{r.rule}/DR5]: {r.reason}")
                 )

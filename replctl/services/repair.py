@@ -66,7 +66,7 @@ def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any
             for loc in tx.locations():
                 stored: dict[str, tuple[int, int]] = {}
                 for seg in tx.segments(loc.name):
-                    extent = identity_extent(store, seg.path, origins)
+                    extent = identity_extent(store, seg, origins)
                     lub = seg.vt_lub.merge({z: hi for z, (_lo, hi) in extent.items()})
                     if lub != seg.vt_lub:
                         tx.set_segment_lub(seg.id, lub)

@@ -11,13 +11,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
-from replctl.core.model import Connection, ConnectionState, Location, Segment
+from replctl.core.damage import copy_differs
+from replctl.core.deletion import PassOutlook, changed_logs
+from replctl.core.model import Connection, ConnectionState, Location, Segment, SegmentFile
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter, EnvironmentFailure, LockHeld, UnknownName
+from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, LockHeld, UnknownName
 from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
 from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
@@ -49,6 +52,9 @@ class PassReport:
     blocked_at: int | None = None
     progress: int = 0
     reason: str | None = None
+    # Not in the JSON: the progress the run's pass reaches for sure, as far as the plan tells (a dry run's
+    # deletion retries are decided on it, DEL4); None when only running tells.
+    reaches: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -88,8 +94,12 @@ def run_pass(
     *,
     recovery_filter: str | None = None,
     recovery: bool = False,
+    damage_waits: bool = True,
 ) -> PassReport:
     """Plan and, unless dry, execute one pass; commits in one transaction.
+
+    Damage the pass's read finds (DamagedLog) makes it wait like damage the census finds (action
+    `damaged`), or, without `damage_waits`, is raised.
 
     A recovery pass (DR4) reads with `recovery_filter` (DR3: none, or the filter OR-ed with `origin = A`)
     whatever the connection's state, and leaves the connection active. A pass whose connection was changed
@@ -98,6 +108,21 @@ def run_pass(
     try:
         return _run_pass(
             ctx, engine, source_name, target_name, recovery_filter=recovery_filter, recovery=recovery
+        )
+    except DamagedLog as damaged:
+        if not damage_waits:
+            raise
+        # Found by the pass's own read (issue 19: a file lost or changed after the census): nothing was
+        # written or committed; the pass waits for the recovery as one the census stopped does (DR0).
+        with ctx.transaction() as tx:
+            conn = tx.connection(source_name, target_name)
+        return PassReport(
+            source_name,
+            target_name,
+            conn.state.value if conn is not None else ConnectionState.REMOVED.value,
+            DAMAGED,
+            progress=conn.progress if conn is not None else 0,
+            reason=f"waits: {damaged.message}; run: replctl recover location {damaged.location}",
         )
     except ConnectionChanged as changed:
         ctx.mark_incomplete()
@@ -195,14 +220,10 @@ def _run_pass(
             with ctx.transaction() as tx:
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
-        return replace(base, action=action, progress=plan.new_progress)
+        return replace(base, action=action, progress=plan.new_progress, reaches=plan.new_progress)
     failure = None if recovery else _stored_filter_failure(conn)
     if failure is None and ctx.dry_run:
-        return replace(
-            base,
-            action="would-copy" if plan.action is PassAction.COPY else "would-run",
-            progress=conn.progress,
-        )
+        return _planned(base, plan, blockable=bool(admission))
     if failure is None and plan.action is PassAction.COPY:
         return _copy(ctx, engine, conn, plan, base)
 
@@ -211,7 +232,7 @@ def _run_pass(
         engine,
         conn,
         PassSpec(
-            source_segments=[s.path for s in plan.segments],
+            source_segments=list(plan.segments),
             progress=conn.progress,
             target_cvv=target.cvv.to_dict(),
             filter_sql=recovery_filter if recovery else conn.filter,
@@ -234,13 +255,36 @@ def _run_pass(
             activate=plan.activate or was_failed,
             target=target,
             out_rel=out_rel,
-            files=engine.store.segment_files(out_rel),
+            files=record_files(engine.store, out_rel),
             result=job,
             base=base,
         )
     except ConnectionChanged:
         _discard(engine, [out_rel])
         raise
+
+
+def _planned(base: PassReport, plan: PassPlan, *, blockable: bool) -> PassReport:
+    """A dry run's report of a pass that reads or copies events.
+
+    A copy takes the planned segments whole, so the dry run reports what the run will (issue 14); a pass
+    that reads events learns its counts and progress only by reading them: `would-run`, counts left at 0.
+    Unless an RFC2 admission check may block it (`blockable`), it reads the source's log to the end of the
+    planned segments (REP2: progress over written, skipped and filtered events alike): that it `reaches`.
+    """
+    if plan.action is PassAction.COPY:
+        count = sum(seg.count for seg in plan.segments)
+        return replace(
+            base,
+            state=ConnectionState.ACTIVE.value,
+            action="would-copy",
+            examined=count,
+            written=count,
+            progress=plan.new_progress,
+            reaches=plan.new_progress,
+        )
+    end = None if blockable else max(seg.seq_hi for seg in plan.segments)
+    return replace(base, action="would-run", reaches=end)
 
 
 def _damaged_end(
@@ -290,7 +334,7 @@ def _commit_run(
     activate: bool,
     target: Location,
     out_rel: str,
-    files: dict[str, int] | None,
+    files: tuple[SegmentFile, ...] | None,
     result: PassResult,
     base: PassReport,
 ) -> PassReport:
@@ -400,17 +444,31 @@ def _check_skipped_admission(
 
 def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, base: PassReport) -> PassReport:
     """Fast bootstrap: copy X's segment files verbatim; the catalog ends as an ordinary pass would leave it."""
-    copied = []
-    for seg in plan.segments:
-        out_rel = engine.store.new_segment_path(conn.target, seg.seq_lo)
-        engine.store.copy_segment(seg.path, out_rel)
-        copied.append((seg, out_rel))
-    hit("replicate.after-write")
-    count = sum(seg.count for seg, _ in copied)
+    copied: list[tuple[Segment, str, tuple[SegmentFile, ...] | None]] = []
     try:
-        _commit_copy(ctx, engine, conn, plan=plan, copied=copied, count=count)
+        for seg in plan.segments:
+            out_rel = engine.store.new_segment_path(conn.target, seg.seq_lo)
+            # Only the files the row names (issue 19): a stray file in the folder is not the segment's.
+            engine.store.copy_segment(seg.path, out_rel, seg.file_names)
+            copied.append((seg, out_rel, None))
+            files = record_files(engine.store, out_rel)
+            why = None if files is None else copy_differs(seg, files)
+            if why is not None:
+                raise DamagedLog(
+                    conn.source,
+                    f"{conn.source}'s log is damaged: segment {seg.path} (from seq {seg.seq_lo}): {why}; "
+                    "nothing was copied (DR0)",
+                )
+            copied[-1] = (seg, out_rel, files)
+    except (DamagedLog, EnvironmentFailure):
+        _discard(engine, [out_rel for _, out_rel, _ in copied])
+        raise
+    hit("replicate.after-write")
+    count = sum(seg.count for seg, _, _ in copied)
+    try:
+        _commit_copy(ctx, conn, plan=plan, copied=copied, count=count)
     except ConnectionChanged:
-        _discard(engine, [out_rel for _, out_rel in copied])
+        _discard(engine, [out_rel for _, out_rel, _ in copied])
         raise
     hit("replicate.after-commit")
     return replace(
@@ -425,29 +483,23 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
 
 def _commit_copy(
     ctx: OperationContext,
-    engine: Engine,
     conn: Connection,
     *,
     plan: Any,
-    copied: list[tuple[Segment, str]],
+    copied: list[tuple[Segment, str, tuple[SegmentFile, ...] | None]],
     count: int,
 ) -> None:
     """Commit a copy: the target's rows, seq and CVV and the progress, over the planned connection row."""
     with ctx.transaction() as tx:
         target = get_location(tx, conn.target)
-        for seg, out_rel in copied:
+        for seg, out_rel, files in copied:
             tx.add_segment(
-                conn.target,
-                out_rel,
-                seg.seq_lo,
-                seg.seq_hi,
-                seg.count,
-                seg.vt_lub,
-                ctx.id,
-                files=engine.store.segment_files(out_rel),
+                conn.target, out_rel, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, ctx.id, files=files
             )
         tx.put_location(
-            replace(target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _ in copied)))
+            replace(
+                target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _, _ in copied))
+            )
         )
         _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         ctx.step(
@@ -500,8 +552,10 @@ def replicate_one(
             target_segments = tx.segments(target)
         refuse_damaged(engine.store, source, source_segments)
         refuse_unwritable(engine.store, target_loc, target_segments)
-        report = run_pass(ctx, engine, source, target)
-        deletions = [] if dry_run else retry_pending(ctx, engine, only=waiting)
+        # Damage the pass's own read finds is the census's refusal above (exit 4, DR0), not a waiting pass.
+        report = run_pass(ctx, engine, source, target, damage_waits=False)
+        outlook = _outlook([report], connections=None) if dry_run else None
+        deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook)
         return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
 
     return operation(
@@ -538,6 +592,55 @@ def _leased_pass(ctx: OperationContext, engine: Engine, conn: Connection) -> Pas
     return run_pass(ctx, engine, conn.source, conn.target)
 
 
+# The action a dry run reports for a pass whose decision rests on what an earlier pass of the round writes.
+DEPENDS = "depends"
+
+# The actions of a dry run's passes that may write into their target's log.
+_MAY_WRITE = frozenset({"would-run", "would-copy", DEPENDS})
+
+
+def _outlook(reports: list[PassReport], connections: list[tuple[str, str]] | None) -> PassOutlook:
+    """What a dry run's planned passes tell of the state its deletion retries meet (DEL4, `PassOutlook`).
+
+    A full `replicate` (`connections` given) goes on round after round: a log one pass writes to may pass
+    events on, over any current connection, to every log reachable from it before the retries.
+    """
+    return PassOutlook(
+        reaches={(r.source, r.target): r.reaches for r in reports if r.reaches is not None},
+        changed=changed_logs((r.target for r in reports if r.action in _MAY_WRITE), connections),
+    )
+
+
+def _round(ctx: OperationContext, engine: Engine, connections: list[Connection]) -> list[PassReport]:
+    """One round of a full `replicate`, in the connections' order.
+
+    A dry run writes nothing, so a pass that reads from, or writes into, a log an earlier pass of the round
+    would write to cannot be decided as the run decides it (its events or its CVV are not there yet): it is
+    reported as `depends`, naming that pass, instead of a guess that the run would contradict (issue 14).
+    """
+    reports: list[PassReport] = []
+    written_by: dict[str, str] = {}  # a log → the earlier pass of this dry round that would write to it
+    for conn in connections:
+        earlier = written_by.get(conn.source) or written_by.get(conn.target)
+        if ctx.dry_run and earlier is not None:
+            reports.append(
+                PassReport(
+                    conn.source,
+                    conn.target,
+                    conn.state.value,
+                    DEPENDS,
+                    progress=conn.progress,
+                    reason=f"decided once {earlier} has run",
+                )
+            )
+            continue
+        report = _leased_pass(ctx, engine, conn)
+        if report.action in ("would-run", "would-copy"):
+            written_by.setdefault(conn.target, f"{conn.source}→{conn.target}")
+        reports.append(report)
+    return reports
+
+
 def replicate_all(
     catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
@@ -551,16 +654,18 @@ def replicate_all(
         for _ in range(MAX_ROUNDS):
             with ctx.transaction() as tx:
                 current = sorted((c for c in tx.connections() if c.current), key=lambda c: c.key)
-            round_reports = [_leased_pass(ctx, engine, c) for c in current if c.key not in failed]
+            round_reports = _round(ctx, engine, [c for c in current if c.key not in failed])
             # A connection whose filter failed, or whose locations another operation holds, waits for a re-run.
             failed |= {(r.source, r.target) for r in round_reports if r.action in ("failed", "skipped")}
             reports.extend(round_reports)
             if dry_run or not any(r.changed for r in round_reports):
                 break
         # DEL4: only at the locations this operation holds; the others' deletions wait for their next run.
+        # A dry run holds no lease: it retries where the run takes its leases at the start.
         prefix = location_resource("")
         leased = {r.removeprefix(prefix) for r in ctx.tokens if r.startswith(prefix)}
-        deletions = [] if dry_run else retry_pending(ctx, engine, only=leased)
+        outlook = _outlook(reports, connections=[c.key for c in current]) if dry_run else None
+        deletions = retry_pending(ctx, engine, only=set(live) if dry_run else leased, outlook=outlook)
         if any(r.action == DAMAGED for r in reports):
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return {

@@ -14,10 +14,12 @@ from typing import Any
 
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
-from replctl.core.backups import Manifest
+from replctl.core.backups import BackupSegment, Manifest
 from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.localfiles import digest
 from replctl.services import backups as backup_service
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
@@ -89,11 +91,7 @@ def _restore(
         "accepted": [],
         "cvv": loc.cvv.to_dict(),
     }
-    copies = (
-        []
-        if ctx.dry_run
-        else [(_copy_in(engine, backups, name, s.path, s.seq_lo), s) for s in manifest.segments]
-    )
+    copies = [] if ctx.dry_run else _copy_all_in(engine, backups, manifest)
     hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
     # BK2: DVV-A and deleted_upto come from the backup; a logical deletion asked for since still hides.
     base = replace(
@@ -113,7 +111,16 @@ def _restore(
         if not ctx.dry_run:
             tx.delete_segments([s.id for s in present])
             for rel, s in copies:
-                tx.add_segment(name, rel, s.seq_lo, s.seq_hi, s.count, s.vt_lub, ctx.id)
+                tx.add_segment(
+                    name,
+                    rel,
+                    s.seq_lo,
+                    s.seq_hi,
+                    s.count,
+                    s.vt_lub,
+                    ctx.id,
+                    files=record_files(engine.store, rel),
+                )
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
             tx.put_location(dr.recovering(base, clock, manifest.last_seq))
@@ -126,7 +133,39 @@ def _restore(
     return finish_recovery(ctx, engine, name, accept_loss, doc)
 
 
-def _copy_in(engine: Engine, backups: BackupStore, name: str, path: str, seq_lo: int) -> str:
-    rel = engine.store.new_segment_path(name, seq_lo)
-    engine.store.copy_folder_in(backups.segment_folder(path), rel)
-    return rel
+def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> list[tuple[str, BackupSegment]]:
+    """Copy the backup's segments into the log store, each checked against the manifest's digest once
+    copied (issue 19): a backup file changed since `damage` read it, or a copy torn on the way, would make
+    A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
+    restored (exit 6); the catalog is untouched."""
+    copies: list[tuple[str, BackupSegment]] = []
+    try:
+        for seg in manifest.segments:
+            rel = engine.store.new_segment_path(manifest.location, seg.seq_lo)
+            copies.append((rel, seg))
+            backups.copy_segment_to(seg.path, engine.store, rel)
+            _check_copy(engine, manifest, seg, rel)
+    except Exception:
+        for rel, _ in copies:
+            engine.store.remove(rel)
+        raise
+    return copies
+
+
+def _check_copy(engine: Engine, manifest: Manifest, seg: BackupSegment, rel: str) -> None:
+    """Raise EnvironmentFailure (backup-damaged) unless the local copy at `rel` has the manifest's digest
+    (the same digest `put_segment` took: relative path and content of each file). A remote log store is not
+    read back; `backup verify` checked the backup's own copy before."""
+    if not engine.store.is_local:
+        return
+    try:
+        sha = digest(engine.store.local_path(rel))
+    except OSError as exc:
+        raise EnvironmentFailure(f"cannot read the restored copy {rel}: {exc}", code="store") from exc
+    if sha != seg.digest:
+        raise EnvironmentFailure(
+            f"backup {manifest.id} is damaged: the copy of {seg.path} differs from the manifest's digest; "
+            "nothing was restored (BK2)",
+            code="backup-damaged",
+            hint=f"replctl backup verify {manifest.id}",
+        )

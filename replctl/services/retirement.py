@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.adapters.logstore.inventory import record_files
 from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location, plan_prune
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
@@ -171,9 +172,7 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
         clk = clocks(tx.locations())
     from replctl.adapters.spark.prune import SegmentRewrite, prune_log
 
-    rewrites = [
-        SegmentRewrite(s.path, engine.store.new_segment_path(log.location, s.seq_lo)) for s in log.rewrite
-    ]
+    rewrites = [SegmentRewrite(s, engine.store.new_segment_path(log.location, s.seq_lo)) for s in log.rewrite]
     stats = prune_log(
         engine.spark(),
         engine.store,
@@ -213,7 +212,7 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
                     stat.count,
                     VectorTime(stat.vt_lub),
                     ctx.id,
-                    files=engine.store.segment_files(rewrite.target),
+                    files=record_files(engine.store, rewrite.target),
                 )
         stored = lub(
             [

@@ -80,7 +80,14 @@ def status(
             for c in connections
         ],
         "pending_deletions": [
-            {"location": p.location, "requested_upto": p.requested_upto, "blocked_by": list(p.blocked_by)}
+            {
+                "location": p.location,
+                "requested_upto": p.requested_upto,
+                # One shape for `blocked_by` in every document (issue 18): `delete --json`'s objects. The
+                # pending record keeps who holds the deletion back (DEL4), not from which seq: that needs the
+                # log, which status does not read, so `first_blocked_seq` is null here.
+                "blocked_by": [{"target": t, "first_blocked_seq": None} for t in p.blocked_by],
+            }
             for p in pending
         ],
         "warnings": [violation_json(v) for v in validate_state(state) if v.warning],

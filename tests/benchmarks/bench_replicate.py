@@ -33,7 +33,9 @@ from replctl.adapters.spark.schema import EVENT_COLUMNS
 from replctl.adapters.spark.session import SparkSettings, get_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from figures import Figure, write_figures
+from segment_rows import catalogued
 
 
 def location_names(count: int) -> list[str]:
@@ -98,6 +100,8 @@ def measure(
     """Median wall and JVM CPU seconds of each variant for one log of `n` events."""
     names = location_names(locations)
     src = build_source(spark, store, n, locations)
+    # The pass reads the catalogued files and counts them against the row (issue 19), as in production.
+    source = catalogued(store, src)
 
     def copy() -> str:
         out = f"COPY/{time.time_ns()}"
@@ -108,7 +112,9 @@ def measure(
         out = store.new_segment_path("DST", 1)
         # With P, the target already holds P's part (a group member), so nothing blocks.
         cvv = dict.fromkeys(admission or [], n)
-        result = replicate_pass(spark, store, PassSpec([src], 0, cvv, None, admission or [], 0, out, names))
+        result = replicate_pass(
+            spark, store, PassSpec([source], 0, cvv, None, admission or [], 0, out, names)
+        )
         assert result.written == n, result
         return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,8 @@ def test_the_demo_runs_every_step_to_the_end(tmp_path: Path) -> None:
     assert "Done in" in done.stdout
     for line in ("A: ok (I1–I7)", "B: ok (I1–I7)", "C: ok (I1–I7)", "D: ok (I1–I7)"):
         assert line in done.stdout
+    # BK1/BK2: every active location backed up and verified; B restored from its own backup after the loss.
+    backup = r"B-\d{8}T\d{6}Z-[0-9a-f]{6}"
+    for name in "ABCD":
+        assert re.search(rf"^{name}-\d{{8}}T\d{{6}}Z-[0-9a-f]{{6}}: ok$", done.stdout, re.M)
+    assert re.search(rf"^B: restore backup {backup} \(BK2\)$", done.stdout, re.M)

@@ -234,3 +234,17 @@ def test_a_config_file_that_is_not_utf8_exits_2_with_one_json_document(rc: Replc
         "message": f"config file {path} is not UTF-8 text (byte 12 cannot be decoded)",
         "hint": "save it as UTF-8",
     }
+
+
+def test_a_backup_store_on_a_file_system_pyarrow_cannot_open_exits_6_with_the_fix(rc: Replctl) -> None:
+    # BK1: the backup store takes the log store's URIs; one that names no file system is refused up front.
+    rc("init")
+    rc("location", "add", "A")
+    out = rc.json("backup", "create", "A", "--to", "nofs://bucket/backups", expect=6)
+    assert out["error"] == {
+        "code": "backup-store",
+        "message": "cannot open the backup store nofs://bucket/backups: Unrecognized filesystem type in URI: "
+        "nofs://bucket/backups",
+        "hint": "check backup_store (or --to): a path, file://, or a URI the log store could use",
+    }
+    assert rc.json("backup", "list")["backups"] == []

@@ -180,7 +180,7 @@ def test_a_change_after_apply_s_own_checks_is_caught_under_the_operation_s_lease
         ),
         (b"\xff\xfe", "it is not UTF-8 text"),
         (b"[1, 2]", "it is not a JSON object"),
-        (b'{"format": "terraform"}', "its format is 'terraform', expected 'replctl-plan/1'"),
+        (b'{"format": "terraform"}', 'its format is "terraform", expected "replctl-plan/1"'),
     ],
 )
 def test_a_file_that_is_not_a_plan_exits_2_with_a_one_line_reason(
@@ -281,8 +281,9 @@ def test_plan_out_on_a_command_without_a_dry_run_exits_2(
 
 def test_a_refused_plan_out_writes_no_file(rc: Replctl, tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
-    out = rc("location", "add", "A", "--plan-out", str(path), expect=3)  # M1: the name is taken
-    assert out.stderr.startswith("refused [M1]")
+    # A exists as read-write: adding it as a hub is refused (adding it as it is would be nothing to do).
+    out = rc("location", "add", "A", "--role", "hub", "--plan-out", str(path), expect=2)
+    assert out.stderr.startswith("error: location A exists as read-write")
     assert not path.exists()
     out = rc("location", "add", "C", "--plan-out", str(tmp_path / "no" / "such" / "plan.json"), expect=2)
     assert out.stderr.splitlines()[0].startswith(f"error: cannot write the plan to {tmp_path / 'no'}")
@@ -310,6 +311,35 @@ def test_data_commands_are_planned_and_applied_on_a_real_log(rc: Replctl, tmp_pa
         "the catalog changed since the plan was made"
     )
     assert rc.json("log", "verify")["ok"]
+
+
+@pytest.mark.spark
+def test_backup_create_is_planned_and_applied_and_a_backup_taken_since_makes_the_plan_stale(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK1: a backup writes only to the backup store, which the catalog version does not see; the plan made
+    # again at apply (it would now reuse the segment, not copy it) tells the change.
+    rc.append("A", "e1")
+    path, again = tmp_path / "backup.json", tmp_path / "again.json"
+    before = state(rc)
+    [planned] = rc.json("backup", "create", "A", "--plan-out", str(path))["plan"]["backups"]
+    assert (planned["id"], planned["segments"], planned["segments_reused"], len(planned["copied"])) == (
+        None,
+        1,
+        0,
+        1,
+    )
+    assert state(rc) == before
+    assert rc.json("backup", "list")["backups"] == []
+    rc("backup", "create", "A", "--plan-out", str(again))
+    [made] = rc.json("apply", str(path))["backups"]
+    assert {k: v for k, v in made.items() if k not in ("id", "created_at")} == {
+        k: v for k, v in planned.items() if k not in ("id", "created_at")
+    }
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
+    out = rc("apply", str(again), expect=3)
+    assert out.stderr.startswith(f"the plan made now differs from the one in {again} (at plan.")
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
 
 
 @pytest.mark.spark

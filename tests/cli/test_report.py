@@ -253,7 +253,9 @@ def test_the_heat_map_lag_and_pending_work_show_the_numbers_of_status(story: Rep
     assert_lags_match(page, status["connections"])
     assert {(c["source"], c["target"]): c["lag"] for c in status["connections"]}["B", "C"] > 0
 
-    assert [(p["location"], p["blocked_by"]) for p in status["pending_deletions"]] == [("B", ["C"])]
+    assert [(p["location"], [b["target"] for b in p["blocked_by"]]) for p in status["pending_deletions"]] == [
+        ("B", ["C"])
+    ]
     held = page.find("table", "pending-deletions")[0].find("tr")[1]
     assert held.attrs["data-location"] == "B" and held.find("td", "held-by")[0].text == "C"
     waiting = page.find("table", "pending-connections")[0].find("tr")[1]

@@ -39,3 +39,87 @@ def test_watch_with_plan_out_is_refused_as_a_read_only_command(rc: Replctl, tmp_
     )
     assert out.stdout == ""
     assert not path.exists()
+
+
+def _read_until(fd: int, wanted: bytes, count: int, deadline: float) -> bytes:
+    """What `fd` gives until `wanted` appeared `count` times or the deadline passed."""
+    import os
+    import select
+    import time
+
+    seen = b""
+    while seen.count(wanted) < count and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the terminal closed (EIO)
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+@pytest.mark.timeout(120)
+def test_watch_on_a_terminal_draws_the_table_within_two_intervals(rc: Replctl) -> None:
+    import os
+    import pty
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rc("location", "add", "A")
+    leader, follower = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "replctl", "status", "--watch", "3"],
+        env={**os.environ, **rc.env, "COLUMNS": "80"},
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    started = time.monotonic()
+    try:
+        # Rich Live draws the first snapshot at once and redraws it in place: "A  read-write" twice = a redraw.
+        seen = _read_until(leader, b"read-write", 2, started + 30)
+        assert seen.count(b"read-write") >= 2, seen
+        assert b"location" in seen and b"\x1b[" in seen  # drawn, with the cursor codes of a redraw
+    finally:
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=30) == 0
+        os.close(leader)
+
+
+@pytest.mark.timeout(120)
+def test_watch_through_a_pipe_prints_one_snapshot_per_interval(rc: Replctl) -> None:
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rc("location", "add", "A")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "replctl", "status", "--watch", "1"],
+        env={**os.environ, **rc.env, "COLUMNS": "80"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    try:
+        seen = _read_until(child.stdout.fileno(), b"status at ", 3, time.monotonic() + 60)
+    finally:
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=30) == 0
+    text = seen.decode()
+    assert b"\x1b[" not in seen  # plain text for a log file, no cursor codes
+    snapshots = [s for s in re.split(r"^status at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", text, flags=re.M) if s]
+    assert len(snapshots) >= 2
+    header, rule, row = (line.rstrip() for line in snapshots[0].splitlines()[:3])
+    assert (header, set(rule), row) == (
+        "location  role        state   seq  cvv  dvv  deleted  recoverable",
+        {"─"},
+        "A         read-write  active  0    {}   {}   0/0      yes",
+    )

@@ -32,7 +32,7 @@ def rc(tmp_path: Path) -> Replctl:
             "run: replctl delete --help",
         ),
         (["--output", "json", "nosuch"], "No such command 'nosuch'.", "run: replctl --help"),
-        (["--json", "log", "show"], "Missing argument 'location'.", "run: replctl log show --help"),
+        (["--json", "log", "show"], "Missing argument 'LOCATION'.", "run: replctl log show --help"),
         (["--json", "topology"], "Missing command.", "run: replctl topology --help"),
     ],
 )

@@ -154,3 +154,42 @@ def test_a_small_deletion_does_not_ask_and_a_large_one_does(rc: Replctl) -> None
         "delete A's seq 3..1004 (up to 1002 events) for good? [y/N]: n\n" + REFUSAL + "\n"
     )
     assert rc.json("log", "show", "A", "--limit", "1")["deleted_upto"] == 2
+
+
+def test_backup_prune_shows_what_it_would_remove_and_a_no_keeps_every_backup(rc: Replctl) -> None:
+    # Issue 14: a pruned backup is gone for good; on a terminal prune shows its plan and asks first.
+    rc("backup", "create", "A")
+    rc.append("A", "a4")
+    rc("backup", "create", "A")
+    plan = rc.json("backup", "prune", "A", "--keep-last", "1", "--dry-run")
+    [gone], [kept] = plan["removed"], plan["kept"]
+    files = len(plan["files_removed"])
+    done = on_terminal(rc, "backup", "prune", "A", "--keep-last", "1", answer="n")
+    assert done.code == 3
+    assert done.screen == (
+        f"would remove backup {gone}\n"
+        f"would remove 1 backup(s) and {files} segment file(s); 1 kept\n"
+        "remove 1 backup(s) for good? [y/N]: n\n" + REFUSAL + "\n"
+    )
+    assert sorted(b["id"] for b in rc.json("backup", "list", "A")["backups"]) == sorted([gone, kept])
+    done = on_terminal(rc, "backup", "prune", "A", "--keep-last", "1", answer="y")
+    assert done.code == 0
+    assert done.screen.endswith(
+        f"[y/N]: y\nremoved backup {gone}\nremoved 1 backup(s) and {files} segment file(s); 1 kept\n"
+    )
+    assert [b["id"] for b in rc.json("backup", "list", "A")["backups"]] == [kept]
+
+
+@pytest.mark.parametrize("flag", ["--yes", "--json"])
+def test_backup_prune_with_yes_or_json_runs_without_asking(rc: Replctl, flag: str) -> None:
+    rc("backup", "create", "A")
+    rc("backup", "create", "A")
+    done = on_terminal(rc, "backup", "prune", "A", "--keep-last", "1", flag, answer=None)
+    assert (done.code, "[y/N]" in done.screen) == (0, False)
+    assert len(rc.json("backup", "list", "A")["backups"]) == 1
+
+
+def test_backup_prune_with_nothing_to_remove_does_not_ask(rc: Replctl) -> None:
+    rc("backup", "create", "A")
+    done = on_terminal(rc, "backup", "prune", "A", "--keep-last", "1", answer=None)
+    assert (done.code, done.screen) == (0, "removed 0 backup(s) and 0 segment file(s); 1 kept\n")

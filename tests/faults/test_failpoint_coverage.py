@@ -41,6 +41,7 @@ def hit_names() -> dict[str, list[str]]:
 def crashed_at() -> set[str]:
     """The failpoints (without `@n`) some case of the kill-point suites crashes at."""
     cases = [point for _, point in test_kill_points.CRASH_POINTS]
+    cases.append(test_kill_points.DAMAGE_POINT)
     cases += [point for _, point, _ in test_kill_points_maintenance.CASES]
     cases += [point for point, _ in test_append_resume.KILLS]
     cases += [point for _, point, _ in test_kill_points_backups.CASES]

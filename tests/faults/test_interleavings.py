@@ -65,7 +65,8 @@ def state(rc: Replctl) -> dict[str, Any]:
             (c["source"], c["target"], c["state"], c["filter"], c["progress"]) for c in status["connections"]
         ),
         "pending": sorted(
-            (p["location"], p["requested_upto"], tuple(p["blocked_by"])) for p in status["pending_deletions"]
+            (p["location"], p["requested_upto"], tuple(b["target"] for b in p["blocked_by"]))
+            for p in status["pending_deletions"]
         ),
         "logs": {loc: rc.stored(loc) for loc in "ABD"},
     }

@@ -90,6 +90,17 @@ def build_recover_incomplete(rc: Replctl) -> None:
     lose_what_the_neighbour_deleted(rc, lost_from=2)
 
 
+def build_damaged(rc: Replctl) -> None:
+    # B lost its whole log (a drill): the census finds it damaged, and the append below is refused (DR0).
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1")
+    rc.append("B", "b1")
+    rc("replicate")
+    rc("drill", "disaster", "B", "--from", "1")
+
+
 @dataclass(frozen=True)
 class Story:
     """One command, the world it runs in, and its exit code when it runs uninterrupted."""
@@ -107,6 +118,7 @@ STORIES = {
     "delete": Story(build_delete, ("delete", "A", "--upto", "1")),
     "recover": Story(build_recover, ("recover", "location", "A")),
     "recover-incomplete": Story(build_recover_incomplete, ("recover", "location", "A"), exit_code=5),
+    "recover-damaged": Story(build_damaged, ("recover", "location", "B")),
 }
 
 # (story, failpoint): every step boundary that leaves a different state behind.
@@ -126,6 +138,8 @@ CRASH_POINTS = [
     ("recover", "recover.before-end"),  # clock floor not yet applied
     ("recover-incomplete", "recover.before-metadata"),
     ("recover-incomplete", "recover.before-end"),  # the end that keeps A recovering not yet committed
+    ("recover-incomplete", "recover.after-census"),  # the loss found, A not yet recovering
+    ("recover-damaged", "recover.after-census"),  # issue 14: damage found, B not yet marked recovering
 ]
 
 # The boundaries at which a child process is really killed: one per command, where the most is left behind.
@@ -137,6 +151,7 @@ KILL_POINTS = [
     ("delete", "delete.after-commit"),
     ("recover", "recover.after-metadata"),
     ("recover-incomplete", "recover.after-metadata"),  # A recovering; B's refusal not yet recorded
+    ("recover-damaged", "recover.after-census"),  # killed between finding the loss and `recovering`
 ]
 CASES = [(*point, "kill") for point in KILL_POINTS] + [
     (*point, "raise") for point in CRASH_POINTS if point not in KILL_POINTS
@@ -204,6 +219,35 @@ def test_a_command_crashed_at_a_step_boundary_converges_when_rerun_at_once(
         SUITE, story, failpoint, mode, len(orphans), lost, duplicated
     )
     REPORT.add(case)
+
+
+# Issue 14: killed between the census finding damage and the refusal it leads to (DR0).
+DAMAGE_POINT = "damage.before-refusal"
+DAMAGE_KILLS = [("log", "append", "B", "--event", '{"key": "b2"}'), ("replicate", "A", "B")]
+
+
+@pytest.mark.parametrize("command", DAMAGE_KILLS, ids=[" ".join(c[:2]) for c in DAMAGE_KILLS])
+def test_a_kill_between_the_census_and_its_refusal_writes_nothing_and_recovery_converges(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    template = tmp_path / "template"
+    template.mkdir()
+    rc = Replctl(template)
+    rc("init")
+    build_damaged(rc)
+    world = World.copy_of(template, tmp_path / "world")
+    kill_at(world, command, DAMAGE_POINT)
+    assert len(world.running_operations()) == 1 and world.held_leases()
+    rc = world.tool()
+    assert rc.location("B")["state"] == "damaged"
+    refused = rc(*command, "--json", expect=4).doc["error"]
+    assert (refused["code"], refused["hint"]) == ("damaged", "replctl recover location B")
+    rc("recover", "location", "B")
+    assert rc.stored("B") == [("A", 1, "a1"), ("B", 1, "b1")]
+    assert rc.stored("A") == [("A", 1, "a1"), ("B", 1, "b1")]
+    assert rc.location("B")["state"] == "active"
+    assert rc.json("log", "verify")["ok"]
+    assert world.held_leases() == []
 
 
 def test_every_crash_point_was_survived_with_no_event_lost_or_duplicated() -> None:

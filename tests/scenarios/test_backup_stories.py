@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from clitool import Replctl
+
+from replctl import failpoints
+from replctl.localfiles import digest
 
 pytestmark = pytest.mark.spark
 
@@ -122,7 +130,9 @@ def test_a_backup_survives_compaction_deletion_and_pruning_and_later_backups_reu
     listed = rc.json("backup", "list", "A")["backups"]
     assert [b["id"] for b in listed] == [second["id"]]
     verified = rc.json("backup", "verify")
-    assert verified["backups"] == [{"id": second["id"], "location": "A", "ok": True, "problems": []}]
+    assert verified["backups"] == [
+        {"id": second["id"], "location": "A", "ok": True, "problems": [], "violations": []}
+    ]
     shown = rc.json("backup", "show", second["id"])["backup"]
     assert [(s["seq_lo"], s["seq_hi"]) for s in shown["segments"]] == [(1, 1), (2, 2), (3, 3), (4, 4)]
     # The live log lost a1, a2; a restore from the backup gets them back, as the backup took them.
@@ -141,7 +151,14 @@ def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl
     for file in (rc.backups / "segments" / shown["segments"][0]["path"]).rglob("*.parquet"):
         file.write_bytes(b"damaged")
     out = rc.json("backup", "verify", expect=6)
-    assert out["error"]["code"] == "backup-damaged"
+    assert out["error"] == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the "
+        "manifest's",
+        "hint": "replctl backup create A",
+    }
+    # Files that fail their digests are not read as events: no invariant is reported on them.
+    assert out["backups"][0]["violations"] == []
     before = rc.snapshot()
     refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
     assert refused["error"]["code"] == "backup-damaged"
@@ -149,6 +166,35 @@ def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl
         f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the manifest's"
     )
     assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+
+
+def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothing(rc: Replctl) -> None:
+    # Issue 19: the restore compares each copy it made with the manifest's digest, not only the backup's own
+    # copy before it starts; a file changed in between (here once the leases are held) restores nothing.
+    two_locations(rc)
+    rc.append("A", "a1")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    path = rc.json("backup", "show", made["id"])["backup"]["segments"][0]["path"]
+    rc.append("A", "a2")
+    before = rc.snapshot()
+    folders = sorted(p.name for p in (rc.store / "A").iterdir())
+
+    def tamper() -> None:
+        for file in (rc.backups / "segments" / path).rglob("*.parquet"):
+            file.write_bytes(b"damaged")
+
+    with failpoints.calling("operation.after-lease", tamper) as ran:
+        refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert ran == ["operation.after-lease"]
+    assert refused["error"] == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: the copy of {path} differs from the manifest's digest; "
+        "nothing was restored (BK2)",
+        "hint": f"replctl backup verify {made['id']}",
+    }
+    assert rc.snapshot() == before
+    assert rc.keys("A") == ["a1", "a2"]
+    assert sorted(p.name for p in (rc.store / "A").iterdir()) == folders  # the copy made was removed
 
 
 def test_a_deletion_that_would_leave_b_unrecoverable_is_refused_until_b_is_backed_up(rc: Replctl) -> None:
@@ -200,3 +246,101 @@ def test_a_restore_from_a_backup_older_than_a_neighbours_deletion_is_planned_as_
     assert (out["rounds"], [(r["source"], r["rule"]) for r in out["refused"]]) == ([], [("A", "DR4")])
     assert out["refused"][0]["missing"] == plan["refused"][0]["missing"] == {"A": [2, 0]}
     assert rc.keys("B") == ["b1"] and rc.connection("A", "B")["state"] == "blocked"
+
+
+def test_backup_verify_checks_the_backups_own_events_after_the_live_log_is_gone(rc: Replctl) -> None:
+    # §9 on the backup's events, read from the backup store only: the live log has lost everything.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1")
+    rc("replicate")
+    made = rc.json("backup", "create", "B")["backups"][0]
+    rc("drill", "disaster", "B", "--from", "1")
+    assert rc.json("log", "show", "B", expect=6)["error"]["code"] == "store-damaged"
+    out = rc.json("backup", "verify", made["id"])
+    assert out["backups"] == [
+        {"id": made["id"], "location": "B", "ok": True, "problems": [], "violations": []}
+    ]
+    assert rc("backup", "verify", made["id"]).stdout == f"{made['id']}: ok\n"
+
+
+def _give_the_second_event_the_first_seq(segment: Path) -> None:
+    # A part file rewritten in place (as a faulty tool or disk might): two events now carry seq 1.
+    part = next(segment.glob("*.parquet"))
+    table = pq.read_table(part)
+    seqs = table.column("seq").to_pylist()
+    assert seqs == [1, 2]
+    index = table.schema.get_field_index("seq")
+    table = table.set_column(index, table.schema.field(index), pa.array([1, 1], type=pa.int64()))
+    pq.write_table(table, part)
+
+
+def test_backup_create_refuses_a_log_whose_segment_differs_from_its_row_dr0(rc: Replctl) -> None:
+    # A backup of a damaged log would hold other events than its manifest says: refused, nothing written.
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    (segment,) = [p for p in (rc.store / "A").iterdir() if p.is_dir()]
+    _give_the_second_event_the_first_seq(segment)
+    out = rc.json("backup", "create", "A", expect=4)
+    assert out["error"] == {
+        "code": "damaged",
+        "message": "A's log is damaged: 1 catalogued segment(s) from seq 1 on are missing from the store or "
+        f"differ from their catalog rows (files differ at A/{segment.name}); it is neither read nor written "
+        "until it is recovered (DR0)",
+        "hint": "replctl recover location A",
+    }
+    assert rc.json("backup", "list")["backups"] == []
+
+
+def test_backup_verify_refuses_a_backup_whose_events_break_i7_although_its_digests_match(rc: Replctl) -> None:
+    # A backup written wrong by a faulty tool, its manifest's digests taken of what it wrote: every digest
+    # matches, but the backup's events assign seq 1 twice (I7) and the segment disagrees with its entry.
+    # (A live log changed this way is damage: the census refuses to back it up, DR0.)
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    (segment,) = [p for p in (rc.store / "A").iterdir() if p.is_dir()]
+    made = rc.json("backup", "create", "A")["backups"][0]
+    path = f"A/{segment.name}"
+    copy = rc.backups / "segments" / path
+    _give_the_second_event_the_first_seq(copy)
+    manifest_file = rc.backups / "manifests" / f"{made['id']}.json"
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    (entry,) = manifest["segments"]
+    entry["digest"] = digest(copy)
+    entry["bytes"] = sum(f.stat().st_size for f in copy.iterdir())
+    manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
+    out = rc.json("backup", "verify", expect=6)
+    i7 = "violation [I7] at seq 1: seq 1 is assigned twice"
+    seg = f"violation [SEG] at seq 1: segment {path} holds seq 1..1 (2 events); the manifest says 1..2 (2 events)"
+    assert out["backups"][0]["problems"] == [i7, seg]
+    assert [(v["invariant"], v["seq"]) for v in out["backups"][0]["violations"]] == [("I7", 1), ("SEG", 1)]
+    assert out["error"] == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: {i7}; {seg}",
+        "hint": "replctl log verify A",
+    }
+    text = rc("backup", "verify", expect=6).stdout
+    assert text == f"{made['id']}: DAMAGED: {i7}; {seg}\n"
+
+
+def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: Replctl) -> None:
+    # BK1/BK2 with the backup store named as a `file://` URI (percent-encoded, as `Path.as_uri()` writes it).
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    root = rc.root / "backup store"
+    rc.env["REPLCTL_BACKUP_STORE"] = root.as_uri()
+    made = rc.json("backup", "create", "B")["backups"][0]
+    assert (made["events"], made["segments_reused"]) == (2, 0)
+    assert (root / "manifests" / f"{made['id']}.json").is_file()
+    assert [b["id"] for b in rc.json("backup", "list", "B")["backups"]] == [made["id"]]
+    assert rc.json("backup", "verify", made["id"])["backups"][0]["ok"]
+    # `--to` takes the same URI; a second store starts its own chain of copies.
+    other = rc.root / "second store"
+    again = rc.json("backup", "create", "B", "--to", other.as_uri())["backups"][0]
+    assert (again["events"], again["segments_reused"]) == (2, 0) and (other / "manifests").is_dir()
+    rc("drill", "disaster", "B", "--from", "1")
+    doc = rc.json("recover", "location", "B", "--from-backup", made["id"])
+    assert (doc["backup"], doc["refused"]) == (made["id"], [])
+    assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert rc.json("log", "verify")["ok"]

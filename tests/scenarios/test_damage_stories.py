@@ -31,7 +31,14 @@ def test_a_damaged_location_is_shown_damaged_takes_no_write_and_loses_nothing_wh
     b = rc.location("B")
     assert b["state"] == "damaged"
     assert [d["reason"] for d in b["damage"]] == ["missing"]
-    assert rc.json("location", "show", "B")["state"] == "damaged"
+    shown = rc.json("location", "show", "B")
+    assert shown["state"] == "damaged"
+    # The text said "(read-write, active)" while the JSON said damaged.
+    assert rc("location", "show", "B").stdout.splitlines()[0].startswith("B (read-write, damaged) seq=2")
+    assert rc("location", "show", "B").stdout.splitlines()[-2:] == [
+        f"  damaged: {shown['damage'][0]['path']} from seq 1: missing",
+        "hint: replctl recover location B",
+    ]
     before = rc.snapshot()
     damaged = rc.json("log", "append", "B", "--event", '{"key": "b1"}', expect=4)
     assert damaged["error"]["code"] == "damaged"

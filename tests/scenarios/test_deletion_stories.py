@@ -49,7 +49,9 @@ def test_deletion_waits_for_a_target_that_lacks_the_events_and_completes_after_r
     assert doc["blocked_by"] == [{"target": "B", "first_blocked_seq": 4}]
     assert rc.keys("A") == ["e4"]
     pending = rc.json("status")["pending_deletions"]
-    assert pending == [{"location": "A", "requested_upto": 4, "blocked_by": ["B"]}]
+    assert pending == [
+        {"location": "A", "requested_upto": 4, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
+    ]
     rc("replicate")
     assert rc.keys("A") == []
     assert rc.json("status")["pending_deletions"] == []

@@ -71,7 +71,7 @@ def test_del4_a_smaller_deletion_request_keeps_the_larger_pending_one(rc: Replct
     assert (first["deleted_upto"], first["logical_deleted_upto"], first["pending"]) == (1, 3, True)
     second = rc("delete", "A", "--upto", "2", "--json", expect=5).doc
     assert rc.json("status")["pending_deletions"] == [
-        {"location": "A", "requested_upto": 3, "blocked_by": ["B"]}
+        {"location": "A", "requested_upto": 3, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
     ]
     assert (second["requested_upto"], second["pending_upto"], second["deleted_upto"]) == (2, 3, 1)
     assert second["blocked_by"] == [{"target": "B", "first_blocked_seq": 2}]
@@ -94,7 +94,7 @@ def test_del1_del4_a_pending_request_beyond_the_log_end_never_reaches_events_app
     rc.append("A", "a1")
     doc = rc("delete", "A", "--upto", "5", "--json", expect=5).doc
     assert rc.json("status")["pending_deletions"] == [
-        {"location": "A", "requested_upto": 1, "blocked_by": ["B"]}
+        {"location": "A", "requested_upto": 1, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
     ]
     assert (doc["requested_upto"], doc["pending_upto"], doc["logical_deleted_upto"]) == (5, 1, 1)
     rc.append("A", "a2", "a3")  # appended after the request: not part of it (DEL1: min(N, X.seq))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from segment_rows import catalogued, catalogued_all
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, compact, read_log, rewrite_from
@@ -35,7 +36,7 @@ def test_append_numbers_events_per_em1(spark: Any, store: LogStore) -> None:
         out_rel=out,
     )
     assert stats == SegmentStats(count=3, seq_lo=4, seq_hi=6, vt_lub={"A": 6, "B": 2})
-    events = read_log(spark, store, [out])
+    events = read_log(spark, store, [catalogued(store, out)])
     assert [(e["seq"], e["origin"], e["origin_time"], e["vt"]) for e in events] == [
         (4, "A", 4, {"A": 4, "B": 2}),
         (5, "A", 5, {"A": 5, "B": 2}),
@@ -63,8 +64,9 @@ def test_append_rejects_unknown_fields_and_bad_types(spark: Any, store: LogStore
 def test_generate_is_deterministic_and_numbered(spark: Any, store: LogStore) -> None:
     first = _append(spark, store, "A", 1, {"B": 5}, generate=2000, seed=7)
     second = _append(spark, LogStore(str(store.root) + "2"), "A", 1, {"B": 5}, generate=2000, seed=7)
-    events = read_log(spark, store, [first])
-    again = read_log(spark, LogStore(str(store.root) + "2"), [second])
+    events = read_log(spark, store, [catalogued(store, first)])
+    other = LogStore(str(store.root) + "2")
+    again = read_log(spark, other, [catalogued(other, second)])
     assert [e["seq"] for e in events] == list(range(1, 2001))
     assert all(e["origin_time"] == e["seq"] and e["vt"] == {"A": e["seq"], "B": 5} for e in events)
     assert [(e["key"], e["type"], e["payload"], e["tags"]) for e in events] == [
@@ -82,7 +84,7 @@ def test_append_parquet_keeps_file_order_and_checks_columns(
         1
     ).write.parquet(src)
     out = _append(spark, store, "A", 10, {}, parquet_path=src)
-    events = read_log(spark, store, [out])
+    events = read_log(spark, store, [catalogued(store, out)])
     assert [e["key"] for e in events] == keys
     assert [e["seq"] for e in events] == list(range(10, 60))
 
@@ -101,7 +103,7 @@ def test_append_parquet_keeps_file_order_and_checks_columns(
 def test_read_log_from_and_limit_across_segments(spark: Any, store: LogStore) -> None:
     one = _append(spark, store, "A", 1, {}, events=[{"key": f"a{i}"} for i in range(3)])
     two = _append(spark, store, "A", 4, {"A": 3}, events=[{"key": f"b{i}"} for i in range(3)])
-    events = read_log(spark, store, [one, two], from_seq=3, limit=2)
+    events = read_log(spark, store, catalogued_all(store, [one, two]), from_seq=3, limit=2)
     assert [(e["seq"], e["key"]) for e in events] == [(3, "a2"), (4, "b0")]
     assert read_log(spark, store, []) == []
 
@@ -111,24 +113,24 @@ def test_compact_keeps_rows_and_stats(spark: Any, store: LogStore) -> None:
         _append(spark, store, "A", 1, {"B": 2}, events=[{"key": "a"}, {"key": "b"}]),
         _append(spark, store, "A", 3, {"A": 2, "B": 4}, events=[{"key": "c"}]),
     ]
-    before = read_log(spark, store, segments)
+    before = read_log(spark, store, catalogued_all(store, segments))
     out = store.new_segment_path("A", 1)
-    stats = compact(spark, store, segments, out)
+    stats = compact(spark, store, catalogued_all(store, segments), out)
     assert stats == SegmentStats(count=3, seq_lo=1, seq_hi=3, vt_lub={"A": 3, "B": 4})
-    assert read_log(spark, store, [out]) == before
+    assert read_log(spark, store, [catalogued(store, out)]) == before
 
 
 def test_rewrite_from_keeps_the_suffix_and_reports_the_dropped_lub(spark: Any, store: LogStore) -> None:
     seg = _append(spark, store, "A", 1, {"B": 2}, events=[{"key": str(i)} for i in range(5)])
     out = store.new_segment_path("A", 4)
-    result = rewrite_from(spark, store, seg, 4, out)
+    result = rewrite_from(spark, store, catalogued(store, seg), 4, out)
     assert result.kept == SegmentStats(count=2, seq_lo=4, seq_hi=5, vt_lub={"A": 5, "B": 2})
     # DEL2: the DVV grows by the LUB of what was dropped only.
     assert result.dropped == SegmentStats(count=3, seq_lo=1, seq_hi=3, vt_lub={"A": 3, "B": 2})
-    assert [e["seq"] for e in read_log(spark, store, [out])] == [4, 5]
+    assert [e["seq"] for e in read_log(spark, store, [catalogued(store, out)])] == [4, 5]
 
     gone = store.new_segment_path("A", 99)
-    everything = rewrite_from(spark, store, seg, 99, gone)
+    everything = rewrite_from(spark, store, catalogued(store, seg), 99, gone)
     assert everything.kept is None
     assert not store.exists(gone)
     assert everything.dropped is not None and everything.dropped.count == 5

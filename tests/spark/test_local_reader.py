@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from segment_rows import catalogued_all
+
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.logstore.reader import read_local
 from replctl.adapters.spark import jobs
@@ -27,7 +29,8 @@ def test_local_reader_and_spark_reader_agree_on_every_column(spark: Any, store: 
         )
         paths.append(out)
     for from_seq, limit in ((0, None), (2, 2), (5, None), (9, None)):
-        expected = jobs.read_log(spark, store, paths, from_seq=from_seq, limit=limit)
-        assert read_local(store, paths, from_seq=from_seq, limit=limit) == expected
-    assert [e["seq"] for e in read_local(store, paths)] == [1, 2, 3, 4, 5]
-    assert read_local(store, paths)[0]["vt"] == {"A": 1, "B": 7}
+        segments = catalogued_all(store, paths)
+        expected = jobs.read_log(spark, store, segments, from_seq=from_seq, limit=limit)
+        assert read_local(store, segments, from_seq=from_seq, limit=limit) == expected
+    assert [e["seq"] for e in read_local(store, catalogued_all(store, paths))] == [1, 2, 3, 4, 5]
+    assert read_local(store, catalogued_all(store, paths))[0]["vt"] == {"A": 1, "B": 7}

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from segment_rows import catalogued
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.logstore.reader import read_local
@@ -67,8 +68,8 @@ def test_both_writers_write_the_same_segment(spark: Any, store: LogStore, cvv: d
     assert re.fullmatch(r"part-00000-[0-9a-f-]{36}-c000\.snappy\.parquet", names[1])
 
     # Each writer's output through the other's reader.
-    spark_reads_arrow = read_log(spark, store, [by_arrow])
-    arrow_reads_spark = read_local(store, [by_spark])
+    spark_reads_arrow = read_log(spark, store, [catalogued(store, by_arrow)])
+    arrow_reads_spark = read_local(store, [catalogued(store, by_spark)])
     assert _without_instant(spark_reads_arrow) == _without_instant(arrow_reads_spark)
     own = max(4, cvv.get("A", 0))
     others = {k: v for k, v in cvv.items() if k != "A" and v}
@@ -103,11 +104,12 @@ def test_a_parquet_input_is_written_in_file_order_as_spark_writes_it(
     assert (
         _parquet(store.local_path(by_arrow)).schema_arrow == _parquet(store.local_path(by_spark)).schema_arrow
     )
-    assert _without_instant(read_log(spark, store, [by_arrow])) == _without_instant(
-        read_local(store, [by_spark])
+    assert _without_instant(read_log(spark, store, [catalogued(store, by_arrow)])) == _without_instant(
+        read_local(store, [catalogued(store, by_spark)])
     )
     assert [
-        (e["seq"], e["key"], e["tags"], e["payload"], e["vt"]) for e in read_local(store, [by_arrow])
+        (e["seq"], e["key"], e["tags"], e["payload"], e["vt"])
+        for e in read_local(store, [catalogued(store, by_arrow)])
     ] == [
         (1, "k3", ["a"], None, {"A": 1, "B": 7}),
         (2, "k1", [], "1", {"A": 2, "B": 7}),
@@ -120,6 +122,6 @@ def test_the_local_writer_never_writes_onto_an_existing_segment(store: LogStore)
     append_local(store, "A", events=EVENTS, start_seq=1, cvv={}, out_rel=out)
     with pytest.raises(EnvironmentFailure, match="existing segment"):
         append_local(store, "A", events=EVENTS, start_seq=1, cvv={}, out_rel=out)
-    assert [e["key"] for e in read_local(store, [out])] == ["e1", None, "é"]
+    assert [e["key"] for e in read_local(store, [catalogued(store, out)])] == ["e1", None, "é"]
     # No staging folder is left behind, and the store lists the one segment.
     assert [p.name for p in store.local_path("A").iterdir()] == [out.split("/")[1]]

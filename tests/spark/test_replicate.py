@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import functions as F
+from segment_rows import catalogued_all
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
@@ -59,9 +60,10 @@ def _descending(left: Any, right: Any) -> Any:
     return F.when(left["key"] > right["key"], -1).when(left["key"] < right["key"], 1).otherwise(0)
 
 
-def _spec(segments: list[str], **kw: Any) -> PassSpec:
+def _spec(store: LogStore, segments: list[str], **kw: Any) -> PassSpec:
+    """A pass over the catalog rows of the segments written at `segments`."""
     defaults: dict[str, Any] = {
-        "source_segments": segments,
+        "source_segments": catalogued_all(store, segments),
         "progress": 0,
         "target_cvv": {},
         "filter_sql": None,
@@ -85,11 +87,11 @@ def test_pass_writes_renumbered_events_in_source_order(spark: Any, store: LogSto
     )
     out = store.new_segment_path("B", 11)
     result = replicate_pass(
-        spark, store, _spec([src], progress=1, target_seq=10, target_cvv={"B": 10}, out_rel=out)
+        spark, store, _spec(store, [src], progress=1, target_seq=10, target_cvv={"B": 10}, out_rel=out)
     )
     # seq' = target_seq + (seq − progress): 2,3,4 → 11,12,13.
     assert result == PassResult(3, 3, 0, 0, None, 4, SegmentStats(3, 11, 13, {"A": 4}))
-    events = read_log(spark, store, [out])
+    events = read_log(spark, store, catalogued_all(store, [out]))
     assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events] == [
         (11, "A", 2, {"A": 2}, "e2"),
         (12, "A", 3, {"A": 3}, "e3"),
@@ -115,6 +117,7 @@ def test_pass_skips_causal_duplicates_and_filtered_events(spark: Any, store: Log
         spark,
         store,
         _spec(
+            store,
             [src],
             target_cvv={"A": 1, "B": 9},
             filter_sql="key = 'k1'",
@@ -123,19 +126,21 @@ def test_pass_skips_causal_duplicates_and_filtered_events(spark: Any, store: Log
         ),
     )
     assert result == PassResult(5, 1, 2, 2, None, 5, SegmentStats(1, 4, 4, {"A": 1, "X": 3}))
-    assert [e["origin_time"] for e in read_log(spark, store, [out])] == [3]
+    assert [e["origin_time"] for e in read_log(spark, store, catalogued_all(store, [out]))] == [3]
 
 
 def test_rerun_from_older_progress_writes_nothing(spark: Any, store: LogStore) -> None:
     """REP3: after a pass, CVV-Y covers every written event; re-running from 0 meets only CF1 duplicates."""
     src = store.new_segment_path("A", 1)
     append_events(spark, store, "A", generate=300, seed=1, start_seq=1, cvv={"C": 2}, out_rel=src)
-    first = replicate_pass(spark, store, _spec([src], out_rel=store.new_segment_path("B", 1)))
+    first = replicate_pass(spark, store, _spec(store, [src], out_rel=store.new_segment_path("B", 1)))
     assert first.written == 300 and first.segment is not None
     cvv = VectorTime({"B": 0}).merge(first.segment.vt_lub).to_dict()
     assert cvv == {"A": 300, "C": 2}
     again_out = store.new_segment_path("B", 301)
-    again = replicate_pass(spark, store, _spec([src], target_cvv=cvv, target_seq=300, out_rel=again_out))
+    again = replicate_pass(
+        spark, store, _spec(store, [src], target_cvv=cvv, target_seq=300, out_rel=again_out)
+    )
     assert again == PassResult(300, 0, 300, 0, None, 300, None)
     assert not store.exists(again_out)  # nothing written, no segment left behind
 
@@ -154,6 +159,7 @@ def test_admission_blocks_until_the_group_part_arrives(spark: Any, store: LogSto
         ],
     )
     spec = _spec(
+        store,
         [src],
         filter_sql="origin = 'D'",
         admission=["A", "B"],
@@ -178,7 +184,9 @@ def test_admission_blocks_until_the_group_part_arrives(spark: Any, store: LogSto
         spark, store, replace(spec, progress=2, target_cvv={"A": 1, "D": 1}, target_seq=2, out_rel=done_out)
     )
     assert done == PassResult(2, 2, 0, 0, None, 4, SegmentStats(2, 3, 4, {"A": 1, "D": 3}))
-    assert [(e["seq"], e["origin_time"]) for e in read_log(spark, store, [done_out])] == [(3, 2), (4, 3)]
+    assert [
+        (e["seq"], e["origin_time"]) for e in read_log(spark, store, catalogued_all(store, [done_out]))
+    ] == [(3, 2), (4, 3)]
 
 
 def test_group_event_from_outside_the_group_blocks(spark: Any, store: LogStore) -> None:
@@ -191,7 +199,7 @@ def test_group_event_from_outside_the_group_blocks(spark: Any, store: LogStore) 
     )
     out = store.new_segment_path("B", 1)
     result = replicate_pass(
-        spark, store, _spec([src], admission=["A", "B"], out_rel=out, source_keys=["A", "D"])
+        spark, store, _spec(store, [src], admission=["A", "B"], out_rel=out, source_keys=["A", "D"])
     )
     assert result == PassResult(1, 1, 0, 0, 2, 1, SegmentStats(1, 1, 1, {"D": 1}))
     # Once B has A:1, the group event is a CF1 duplicate and D:2 is admitted.
@@ -199,6 +207,7 @@ def test_group_event_from_outside_the_group_blocks(spark: Any, store: LogStore) 
         spark,
         store,
         _spec(
+            store,
             [src],
             progress=1,
             target_cvv={"A": 1, "D": 1},
@@ -215,17 +224,17 @@ def test_a_vt_key_outside_the_source_cvv_refuses_the_pass(spark: Any, store: Log
     src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1}), _ev(2, "A", 2, {"A": 2, "Z": 1})])
     out = store.new_segment_path("B", 1)
     with pytest.raises(EnvironmentFailure, match="outside its CVV"):
-        replicate_pass(spark, store, _spec([src], out_rel=out, source_keys=["A"]))
+        replicate_pass(spark, store, _spec(store, [src], out_rel=out, source_keys=["A"]))
     assert not store.exists(out)
 
 
 def test_bad_filter_is_refused_before_any_job(spark: Any, store: LogStore) -> None:
     src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1})])
     with pytest.raises(BadFilter):
-        replicate_pass(spark, store, _spec([src], filter_sql="seq > 1"))  # seq is not a filter column
+        replicate_pass(spark, store, _spec(store, [src], filter_sql="seq > 1"))  # seq is not a filter column
     with pytest.raises(BadFilter, match="not boolean"):
-        replicate_pass(spark, store, _spec([src], filter_sql="origin_time + 1"))
-    assert replicate_pass(spark, store, _spec([])) == PassResult(0, 0, 0, 0, None, 0, None)
+        replicate_pass(spark, store, _spec(store, [src], filter_sql="origin_time + 1"))
+    assert replicate_pass(spark, store, _spec(store, [])) == PassResult(0, 0, 0, 0, None, 0, None)
 
 
 # --- against a direct reading of REP1 on random causal histories ---------------------------------------------
@@ -301,6 +310,7 @@ def test_pass_matches_a_literal_reading_of_rep1(
         spark,
         store,
         _spec(
+            store,
             [src],
             progress=progress,
             target_cvv=target_cvv.to_dict(),
@@ -315,7 +325,7 @@ def test_pass_matches_a_literal_reading_of_rep1(
         source, progress, target_cvv, lambda e: e["key"] != "k2", admission
     )
     assert (result.blocked_at, result.progress) == (expected_block, expected_progress)
-    stored = read_log(spark, store, [out]) if result.segment else []
+    stored = read_log(spark, store, catalogued_all(store, [out])) if result.segment else []
     assert [e["seq"] for e in stored] == [100 + s - progress for s in expected_written]
     by_seq = {e["seq"]: e for e in source}
     assert [(e["origin"], e["origin_time"], e["vt"]) for e in stored] == [
@@ -350,6 +360,7 @@ def test_a_pass_over_wide_vectors_matches_rep1_and_records_the_exact_lub(
         spark,
         store,
         _spec(
+            store,
             [src],
             target_cvv=target_cvv.to_dict(),
             filter_sql="key <> 'k2'",
@@ -362,7 +373,7 @@ def test_a_pass_over_wide_vectors_matches_rep1_and_records_the_exact_lub(
     assert expected, "the history should leave the target something to receive"
     by_seq = {e["seq"]: e for e in source}
     assert result.progress == expected_progress
-    assert [(e["seq"], e["vt"]) for e in read_log(spark, store, [out])] == [
+    assert [(e["seq"], e["vt"]) for e in read_log(spark, store, catalogued_all(store, [out]))] == [
         (100 + s, by_seq[s]["vt"]) for s in expected
     ]
     lub = VectorTime().merge(*[by_seq[s]["vt"] for s in expected]).to_dict()
@@ -374,7 +385,7 @@ def test_a_wide_vector_key_outside_the_source_cvv_refuses_the_pass(spark: Any, s
     src = _write_log(spark, store, "A", [_ev(1, "A", 1, vt), _ev(2, "A", 2, {**vt, "A": 2, "Z": 1})])
     out = store.new_segment_path("B", 1)
     with pytest.raises(EnvironmentFailure, match="outside its CVV"):
-        replicate_pass(spark, store, _spec([src], out_rel=out, source_keys=WIDE))
+        replicate_pass(spark, store, _spec(store, [src], out_rel=out, source_keys=WIDE))
     assert not store.exists(out)
 
 
@@ -385,7 +396,7 @@ def test_compacting_segments_of_wide_vectors_keeps_rows_and_the_exact_lub(
     second = [_ev(3, "B", 5, {"B": 5, "W15": 9})]
     segments = [_write_log(spark, store, "A", first), _write_log(spark, store, "A", second)]
     out = store.new_segment_path("A", 1)
-    stats = compact(spark, store, segments, out, keys=WIDE)
+    stats = compact(spark, store, catalogued_all(store, segments), out, keys=WIDE)
     lub = VectorTime().merge(*[e["vt"] for e in first + second]).to_dict()
     assert stats == SegmentStats(3, 1, 3, lub)
-    assert [e["seq"] for e in read_log(spark, store, [out])] == [1, 2, 3]
+    assert [e["seq"] for e in read_log(spark, store, catalogued_all(store, [out]))] == [1, 2, 3]

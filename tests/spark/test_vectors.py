@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import functions as F
+from segment_rows import catalogued
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events
@@ -65,7 +66,12 @@ def test_appended_vts_are_stored_with_sorted_keys(spark: Any, store: LogStore) -
         cvv={"A": 4, "C": 2, "D": 0},
         out_rel=out,
     )
-    stored = read_events(spark, store, [out]).orderBy("seq").select(F.map_entries("vt").alias("e")).collect()
+    stored = (
+        read_events(spark, store, [catalogued(store, out)])
+        .orderBy("seq")
+        .select(F.map_entries("vt").alias("e"))
+        .collect()
+    )
     assert [[(e["key"], e["value"]) for e in r["e"]] for r in stored] == [
         [("A", 4), ("B", 1), ("C", 2)],
         [("A", 4), ("B", 2), ("C", 2)],

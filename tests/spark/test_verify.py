@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from segment_rows import catalogued
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, replicate_pass
@@ -40,7 +41,7 @@ def test_a_replicated_log_verifies_clean(spark: Any, store: LogStore) -> None:
     result = replicate_pass(
         spark,
         store,
-        PassSpec([a1], 0, {"B": 3}, None, [], 3, b_repl, ["A", "C"]),
+        PassSpec([catalogued(store, a1)], 0, {"B": 3}, None, [], 3, b_repl, ["A", "C"]),
     )
     assert result.segment is not None
     cvv = VectorTime({"B": 3}).merge(result.segment.vt_lub, {"D": 2})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from replctl.core.backups import (
@@ -88,6 +89,18 @@ def test_prune_keeps_every_file_a_kept_backup_still_lists() -> None:
         [new, old, mid], location=None, keep_last=None, older_than=timedelta(hours=35), now=new_time()
     )
     assert [m.id for m in aged.removed] == ["B-1", "B-2"] and aged.files == ("B/s1",)
+
+
+def test_two_backups_in_one_second_are_ordered_by_the_catalog_version_not_the_random_suffix() -> None:
+    # The ids' suffixes sort the later backup first; the catalog version it was taken at says it is newer.
+    first = replace(manifest("B-20260101T000000Z-ffffff", "B", T0, {}, seg("B/s1", 1, 1)), catalog_version=4)
+    later = replace(
+        manifest("B-20260101T000000Z-000000", "B", T0, {}, seg("B/s1", 1, 1), seg("B/s2", 2, 2)),
+        catalog_version=5,
+    )
+    assert newest([later, first], "B") == later
+    decision = prune([later, first], location="B", keep_last=1, older_than=None, now=T0)
+    assert [m.id for m in decision.removed] == [first.id]
 
 
 def new_time() -> datetime:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replctl.core.compaction import merge_runs, orphans
+from replctl.core.compaction import merge_runs, orphans, plan_compaction
 from replctl.core.model import Segment
 
 
@@ -25,3 +25,12 @@ def test_a_big_segment_breaks_a_run_and_single_segments_are_left_alone() -> None
 
 def test_orphans_are_the_stored_folders_no_row_names() -> None:
     assert orphans(["A/s1", "A/s2", "A/x"], {"A/s1"}) == ["A/s2", "A/x"]
+
+
+def test_the_plan_counts_the_segments_after_as_the_run_leaves_them() -> None:
+    # issue 14: `log compact A --dry-run` said "6 → 6 segment(s)" where the run did 6 → 1.
+    segments = [seg(i, 1) for i in range(1, 7)]
+    planned = plan_compaction(segments, target_size=25)
+    assert (planned.segments_before, planned.segments_after) == (6, 1)
+    mixed = plan_compaction([seg(1, 10), seg(2, 10), seg(3, 500), seg(4, 10), seg(5, 10), seg(6, 10)], 25)
+    assert (mixed.segments_before, mixed.segments_after) == (6, 4)  # [1,2] and [4,5] merge

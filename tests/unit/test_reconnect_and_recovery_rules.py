@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replctl.core.deletion import pending_target
+from replctl.core.deletion import PassOutlook, Target, changed_logs, pending_target, with_progress
 from replctl.core.model import Connection, ConnectionState, HistoryMode, Location, LocationState
 from replctl.core.recovery import progress_resets, recovered_clock, recovering
 from replctl.core.startrule import new_connection, start_rule
@@ -73,3 +73,22 @@ def test_del4_the_pending_target_only_grows_whatever_the_order_of_requests(reque
     for n in requests:
         pending = pending_target(n, pending)
     assert pending == max(requests)
+
+
+def test_del4_a_full_run_may_write_to_every_log_reachable_from_a_pass_that_writes() -> None:
+    # Round after round, what A→B writes into B may go on to C over B→C; D, which only feeds B, is unchanged.
+    edges = [("A", "B"), ("B", "C"), ("D", "B")]
+    assert changed_logs(["B"], edges) == frozenset({"B", "C"})
+    assert changed_logs(["B"], None) == frozenset({"B"})  # one pass: only its own target
+
+
+def test_del4_a_dry_run_decides_a_retry_on_the_progress_its_passes_reach_and_never_lowers_one() -> None:
+    outlook = PassOutlook(reaches={("A", "B"): 4, ("C", "B"): 9}, changed=frozenset({"B", "D"}))
+    assert outlook.assumed_progress("A") == {"B": 4}
+    targets = [Target("B", 3, VectorTime()), Target("D", 7, VectorTime())]
+    assert with_progress(targets, outlook.assumed_progress("A")) == [
+        Target("B", 4, VectorTime()),
+        Target("D", 7, VectorTime()),
+    ]
+    assert with_progress([Target("B", 6, VectorTime())], {"B": 4}) == [Target("B", 6, VectorTime())]
+    assert outlook.depends_on(["D", "E"]) == ["D"]  # E's log does not change before the retry: decided

@@ -184,7 +184,18 @@ def test_retired_location_id_cannot_be_added_again_m1() -> None:
     decision = plan_location_add(net.state, "B", Role.READ_WRITE)
     assert codes(decision) == ["M1"]
     assert "retired" in decision.violations[0].message
-    assert codes(plan_location_add(net.state, "A")) == ["M1"]
+
+
+def test_adding_an_existing_location_with_its_role_changes_nothing_and_with_another_is_refused() -> None:
+    net = Net("AB")
+    # cli.md: re-running a done change is nothing to do (exit 0); M1 refuses only an id already retired.
+    again = plan_location_add(net.state, "A", Role.READ_WRITE)
+    assert again.ok and again.changes == ()
+    other = plan_location_add(net.state, "A", Role.HUB)
+    assert codes(other) == ["location-exists"]
+    assert other.violations[0].message == (
+        "location A exists as read-write; a location's role is set when it is added (M1)"
+    )
 
 
 def test_retiring_a_connected_location_is_refused_with_the_remove_commands_ret1() -> None:

@@ -106,12 +106,12 @@ class JournalQueries:
         Operation `by` found the interrupted one's effect complete (an append re-run after a crash, REP3). The
         interrupted operation gets the step `completed-by` naming `by` and keeping the error it ended with
         (`holder-died` when its lease was taken over, absent while it was still journalled `running`).
-        Returns False, and changes nothing, unless it is `running` or `failed`.
+        Returns False, and changes nothing, unless it is `running`, `failed` or `interrupted` (Ctrl-C).
         """
         op = self.operation(operation_id)
         if op is None:
             raise _unknown(operation_id)
-        unfinished = (Outcome.RUNNING.value, Outcome.FAILED.value)
+        unfinished = (Outcome.RUNNING.value, Outcome.FAILED.value, Outcome.INTERRUPTED.value)
         # Conditional on the outcome read, so that a late finish of the interrupted operation itself wins.
         changed = self._conn.execute(
             OPERATIONS.update()

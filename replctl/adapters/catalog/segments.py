@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, Row
 
 from replctl.adapters.catalog.dialect import SEGMENTS
-from replctl.core.model import Segment
+from replctl.core.model import Segment, SegmentFile
 from replctl.core.vectortime import VectorTime
 
 
@@ -38,12 +38,13 @@ class SegmentQueries:
         vt_lub: Mapping[str, int],
         operation_id: str | None,
         *,
-        files: Mapping[str, int] | None = None,
+        files: Sequence[SegmentFile] | None = None,
     ) -> Segment:
         """Commit a written segment file (path relative to the store root) to `location`'s log.
 
-        `files` are its data files as written (name → size, `LogStore.segment_files`), which the census of
-        damage compares with the store later (`core.damage`); None where they cannot be listed.
+        `files` are its data files as written (`logstore.inventory.record_files`): the census of damage
+        compares their names and sizes with the store (`core.damage`), readers read exactly them and compare
+        what they read with their rows, seq ranges and digests (issue 19); None where they cannot be listed.
         """
         if seq_lo > seq_hi or count < 0:
             raise ValueError(f"bad segment range {seq_lo}..{seq_hi} with {count} events for {path}")
@@ -57,7 +58,8 @@ class SegmentQueries:
                 seq_hi=seq_hi,
                 count=count,
                 vt_lub=lub.to_dict(),
-                files=None if files is None else dict(sorted(files.items())),
+                files=None if files is None else {f.name: f.size for f in sorted(files, key=_name)},
+                file_contents=None if files is None else _contents(files),
                 created_at=self._clock(),
                 operation_id=operation_id,
             )
@@ -71,7 +73,7 @@ class SegmentQueries:
             seq_hi=seq_hi,
             count=count,
             vt_lub=lub,
-            files=_files(files),
+            files=None if files is None else tuple(sorted(files, key=_name)),
         )
 
     def delete_segments(self, ids: Iterable[int]) -> int:
@@ -102,9 +104,43 @@ def segment_from_row(row: Row[Any]) -> Segment:
         seq_hi=int(row.seq_hi),
         count=int(row._mapping["count"]),  # `row.count` is the tuple method
         vt_lub=VectorTime.parse(row.vt_lub),
-        files=_files(row.files),
+        files=_files(row.files, row.file_contents),
     )
 
 
-def _files(files: Mapping[str, Any] | None) -> tuple[tuple[str, int], ...] | None:
-    return None if files is None else tuple(sorted((str(k), int(v)) for k, v in files.items()))
+def _name(file: SegmentFile) -> str:
+    return file.name
+
+
+def _contents(files: Sequence[SegmentFile]) -> dict[str, dict[str, Any]] | None:
+    """The `file_contents` column: rows, seq range and digest per file (None when none was recorded)."""
+    if any(f.rows is None for f in files):
+        return None
+    return {
+        f.name: {"rows": f.rows, "seq_lo": f.seq_lo, "seq_hi": f.seq_hi, "sha256": f.sha256}
+        for f in sorted(files, key=_name)
+    }
+
+
+def _files(
+    sizes: Mapping[str, Any] | None, contents: Mapping[str, Any] | None
+) -> tuple[SegmentFile, ...] | None:
+    """A row's files: sizes since revision 0004, what each holds since 0005 (None on older rows)."""
+    if sizes is None:
+        return None
+    known = contents or {}
+
+    def number(value: Any) -> int | None:
+        return None if value is None else int(value)
+
+    return tuple(
+        SegmentFile(
+            str(name),
+            int(size),
+            rows=number(known.get(name, {}).get("rows")),
+            seq_lo=number(known.get(name, {}).get("seq_lo")),
+            seq_hi=number(known.get(name, {}).get("seq_hi")),
+            sha256=known.get(name, {}).get("sha256"),
+        )
+        for name, size in sorted(sizes.items())
+    )

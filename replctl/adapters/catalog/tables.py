@@ -146,6 +146,9 @@ class SegmentRow(Base):
     vt_lub: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # The data files written, {name: size} (core.damage's census); NULL for rows made before they were recorded.
     files: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # What each of those files holds, {name: {rows, seq_lo, seq_hi, sha256}}, recorded at write so that reads
+    # compare with it (issue 19); NULL for rows made before revision 0005.
+    file_contents: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column()
     operation_id: Mapped[str | None] = mapped_column(String(36))
 
@@ -175,7 +178,8 @@ class OperationRow(Base):
     host: Mapped[str | None] = mapped_column(String(255))
     reason: Mapped[str | None] = mapped_column(Text)
     plan: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    outcome: Mapped[str] = mapped_column(String(16))  # running / succeeded / refused / incomplete / failed
+    # running / succeeded / refused / incomplete / failed / interrupted
+    outcome: Mapped[str] = mapped_column(String(16))
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[datetime] = mapped_column()
     ended_at: Mapped[datetime | None] = mapped_column()

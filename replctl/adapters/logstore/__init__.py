@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -161,12 +162,14 @@ class LogStore:
         except OSError as exc:
             raise EnvironmentFailure(f"cannot list {self.uri(relative)}: {exc}", code="store") from exc
 
-    def copy_segment(self, src_rel: str, dst_rel: str) -> None:
-        """Copy a segment directory file by file (segments are immutable, so a copy is a valid segment)."""
-        self.copy_folder_in(self.local_path(src_rel), dst_rel)
+    def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
+        """Copy a segment's data files `names` (None: its whole folder, for rows that do not name them); a
+        copy of immutable files is a valid segment."""
+        self.copy_folder_in(self.local_path(src_rel), dst_rel, names)
 
-    def copy_folder_in(self, src: Path, dst_rel: str) -> None:
-        """Copy a segment folder from anywhere on the local file system (a backup's copy) to `dst_rel`."""
+    def copy_folder_in(self, src: Path, dst_rel: str, names: Sequence[str] | None = None) -> None:
+        """Copy the files `names` of a segment folder from anywhere on the local file system (a backup's
+        copy) to `dst_rel`; None copies the whole folder. A named file that is missing fails the copy."""
         dst = self.local_path(dst_rel)
         if dst.exists():
             raise EnvironmentFailure(
@@ -174,7 +177,12 @@ class LogStore:
             )
         try:
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(src, dst)
+            if names is None:
+                shutil.copytree(src, dst)
+                return
+            dst.mkdir()
+            for name in names:
+                shutil.copy2(src / name, dst / name)
         except OSError as exc:
             raise EnvironmentFailure(f"cannot copy {src} to {dst_rel}: {exc}", code="store") from exc
 

@@ -2,36 +2,81 @@
 
 Showing a page of a log is not heavy work: starting Spark for it would cost seconds of JVM start-up in a cold
 process. Heavy reads (replication, verification, deletion checks) stay Spark jobs.
+
+Like the Spark jobs, this reads exactly the files each segment row names (issue 19): a file copied into a
+segment's folder is never read, and a segment that gives other rows than its row holds is damage (DR0,
+DamagedLog), never a shorter page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replctl.adapters.logstore import LogStore
-from replctl.errors import EnvironmentFailure
+from replctl.core.model import Segment
+from replctl.errors import DamagedLog, EnvironmentFailure
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 COLUMNS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload", "emitted_at")
 
 
-def read_local(
-    store: LogStore, segment_paths: Sequence[str], *, from_seq: int = 0, limit: int | None = None
-) -> list[dict[str, Any]]:
-    """The events with seq ≥ `from_seq` of the given local segments, in seq order, at most `limit`."""
-    import pyarrow.compute as pc
+def segment_file_paths(store: LogStore, segment: Segment) -> list[str]:
+    """The local files a read of `segment` opens: the row's files by name; a row made before rows recorded
+    their files: the folder's Parquet files."""
+    folder = store.local_path(segment.path)
+    names = segment.file_names
+    if names is None:
+        return [str(f) for f in sorted(folder.glob("*.parquet"))]
+    return [str(folder / name) for name in names]
+
+
+def read_segment(store: LogStore, segment: Segment, columns: Sequence[str]) -> pa.Table:
+    """All rows of one catalogued segment (the given columns), checked against its row (DR0)."""
     import pyarrow.dataset as ds
 
-    files = [str(f) for path in segment_paths for f in sorted(store.local_path(path).glob("*.parquet"))]
+    files = segment_file_paths(store, segment)
     if not files:
-        return []
+        raise _damaged(segment, "its folder holds no data file")
     try:
-        table = ds.dataset(files, format="parquet").to_table(
-            columns=list(COLUMNS), filter=pc.field("seq") >= from_seq
-        )
+        table = ds.dataset(files, format="parquet").to_table(columns=list(columns))
+    except FileNotFoundError as exc:
+        raise _damaged(segment, f"a catalogued file is not in the store ({exc.filename or exc})") from exc
     except (OSError, ValueError) as exc:  # pyarrow.lib.ArrowInvalid derives from ValueError
-        raise EnvironmentFailure(f"cannot read the log's segment files: {exc}", code="store") from exc
-    table = table.sort_by("seq")
+        raise EnvironmentFailure(
+            f"cannot read the segment files of {segment.path}: {exc}", code="store"
+        ) from exc
+    if table.num_rows != segment.count:
+        raise _damaged(segment, f"it holds {table.num_rows} events, its catalog row {segment.count}")
+    return table
+
+
+def _damaged(segment: Segment, why: str) -> DamagedLog:
+    return DamagedLog(
+        segment.location,
+        f"{segment.location}'s log is damaged: segment {segment.path} (from seq {segment.seq_lo}) differs "
+        f"from its catalog row: {why} (DR0)",
+    )
+
+
+def read_local(
+    store: LogStore, segments: Sequence[Segment], *, from_seq: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The events with seq ≥ `from_seq` of the given local segments, in seq order, at most `limit`.
+
+    Each segment is read whole and its rows counted against its catalog row before anything is shown.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    tables = [read_segment(store, seg, COLUMNS) for seg in segments]
+    if not tables:
+        return []
+    # Spark and the local writer differ in nullability only; the schemas unify as one dataset would.
+    table = pa.concat_tables(tables, promote_options="permissive")
+    table = table.filter(pc.field("seq") >= from_seq).sort_by("seq")
     if limit is not None:
         table = table.slice(0, limit)
     rows: list[dict[str, Any]] = table.to_pylist()
@@ -41,25 +86,17 @@ def read_local(
     return rows
 
 
-def identity_extent(store: LogStore, segment_path: str, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+def identity_extent(store: LogStore, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
     """Per origin of `origins`, the smallest and largest origin_time stored in one local segment.
 
     Reads only the identity columns (M3). Used to give catalogs pruned before RET4 their identities back.
     """
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    files = [str(f) for f in sorted(store.local_path(segment_path).glob("*.parquet"))]
-    if not files or not origins:
+    if not origins:
         return {}
-    try:
-        table = ds.dataset(files, format="parquet").to_table(
-            columns=["origin", "origin_time"], filter=pc.field("origin").isin(list(origins))
-        )
-    except (OSError, ValueError) as exc:
-        raise EnvironmentFailure(
-            f"cannot read the segment files of {segment_path}: {exc}", code="store"
-        ) from exc
+    table = read_segment(store, segment, ["origin", "origin_time"])
+    table = table.filter(pc.field("origin").isin(list(origins)))
     grouped = table.group_by("origin").aggregate([("origin_time", "min"), ("origin_time", "max")])
     return {
         str(row["origin"]): (int(row["origin_time_min"]), int(row["origin_time_max"]))

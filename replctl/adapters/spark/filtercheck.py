@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from replctl.adapters.logstore import LogStore
+    from replctl.core.model import Segment
 
 
 def filter_failure(
-    spark: SparkSession, store: LogStore, segments: Sequence[str], progress: int, filter_sql: str
+    spark: SparkSession, store: LogStore, segments: Sequence[Segment], progress: int, filter_sql: str
 ) -> str | None:
     """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None.
 

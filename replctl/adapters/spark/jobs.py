@@ -29,11 +29,14 @@ from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
     INPUT_COLUMNS,
+    damage_explains,
     extra_keys_column,
     identity_columns,
     lub_by_scan,
     lub_with_identities,
+    read_checked,
     read_events,
+    read_written,
     vt_entries,
 )
 from replctl.adapters.spark.session import failure_log_note, spark_failures, unreachable
@@ -49,12 +52,14 @@ from replctl.adapters.spark.transforms import (
     renumber,
     with_vt_entries,
 )
-from replctl.errors import BadFilter, EnvironmentFailure, InvalidInput
+from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
+    from replctl.adapters.spark.schema import CheckedRead
+    from replctl.core.model import Segment
 
 _INPUT_DDL = "i BIGINT, type STRING, key STRING, tags ARRAY<STRING>, payload STRING"
 
@@ -172,21 +177,25 @@ def _parquet_inputs(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
 def read_log(
     spark: SparkSession,
     store: LogStore,
-    segment_paths: Sequence[str],
+    segments: Sequence[Segment],
     *,
     from_seq: int = 0,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The stored events with seq ≥ `from_seq`, in seq order, at most `limit` (for `log show`)."""
-    if not segment_paths:
+    """The stored events with seq ≥ `from_seq`, in seq order, at most `limit` (for `log show`).
+
+    The segments' files are read whole (the sort sees every row) and their rows counted: a segment that
+    holds fewer or more rows than its catalog row is damage (DamagedLog), never a shorter page (DR0).
+    """
+    if not segments:
         return []
-    with spark_failures("reading the log"):
-        events = (
-            read_events(spark, store, segment_paths).where(F.col("seq") >= F.lit(from_seq)).orderBy("seq")
-        )
+    with damage_explains(store, segments), spark_failures("reading the log"):
+        read = read_checked(spark, store, segments)
+        events = read.events.where(F.col("seq") >= F.lit(from_seq)).orderBy("seq")
         if limit is not None:
             events = events.limit(limit)
         rows = events.collect()
+        read.check()
     out: list[dict[str, Any]] = []
     for row in rows:
         event = row.asDict(recursive=True)
@@ -245,19 +254,33 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
     """
     if not spec.source_segments:
         return PassResult(0, 0, 0, 0, None, spec.progress, None)
-    with spark_failures("replication pass"):
+    with damage_explains(store, spec.source_segments), spark_failures("replication pass"):
         if spec.filter_sql is not None:
             validate_filter(spark, spec.filter_sql)
         keys = sorted(set(spec.source_keys))
         origins = sorted(set(spec.identity_origins))
         wide = is_wide(keys)
-        events = read_events(spark, store, spec.source_segments).where(F.col("seq") > F.lit(spec.progress))
-        classified = classify(
-            events if wide else with_vt_entries(events, keys),
-            target_cvv=spec.target_cvv,
-            filter_sql=spec.filter_sql,
+
+        def classified_from(read: DataFrame) -> DataFrame:
+            events = read.where(F.col("seq") > F.lit(spec.progress))
+            return classify(
+                events if wide else with_vt_entries(events, keys),
+                target_cvv=spec.target_cvv,
+                filter_sql=spec.filter_sql,
+            )
+
+        # The write's own read is the one counted (issue 19): the admission scan reads apart from it.
+        read = read_checked(spark, store, spec.source_segments)
+        blocked_at = (
+            _admission_block(
+                classified_from(read_events(spark, store, spec.source_segments)),
+                spec,
+                None if wide else keys,
+            )
+            if spec.admission
+            else None
         )
-        blocked_at = _admission_block(classified, spec, None if wide else keys) if spec.admission else None
+        classified = classified_from(read.events)
         if blocked_at is not None:
             classified = classified.where(F.col("seq") < F.lit(blocked_at))
         # One observation over every examined row, with the write's statistics as conditional aggregates:
@@ -288,11 +311,18 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         )
         written = renumber(examined.where(written_row), progress=spec.progress, target_seq=spec.target_seq)
         written.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(spec.out_rel))
+        try:
+            # DR0: a pass never writes, nor advances progress or CVV over, a partial read of its source.
+            read.check()
+        except DamagedLog:
+            if store.is_local:
+                store.remove(spec.out_rel)
+            raise
         stats = scan.get
         if not stats["written"]:
             lub: dict[str, int] = {}
         elif wide:
-            lub = lub_by_scan(read_events(spark, store, [spec.out_rel]))
+            lub = lub_by_scan(read_written(spark, store, spec.out_rel))
         else:
             lub = lub_with_identities(stats, keys, origins)
         outside_keys = bool(set(lub) - set(keys) - set(origins)) if wide else bool(stats["extra_keys"])
@@ -351,7 +381,7 @@ def _admission_block(classified: DataFrame, spec: PassSpec, keys: Sequence[str] 
 def compact(
     spark: SparkSession,
     store: LogStore,
-    segment_paths: Sequence[str],
+    segments: Sequence[Segment],
     out_rel: str,
     *,
     keys: Sequence[str] | None = None,
@@ -360,21 +390,17 @@ def compact(
     """Merge (small) segments into one segment at `out_rel` with the same rows, sorted by seq.
 
     `keys` (the keys the log's vts may hold) lets the LUB be gathered in the write; without them a small pass
-    finds them. `identity_origins`: see `write_segment`.
+    finds them. `identity_origins`: see `write_segment`. A read that got other rows than the segments' rows
+    hold leaves no merged segment and raises DamagedLog (DR0).
     """
-    if not segment_paths:
+    if not segments:
         raise InvalidInput("no segments to compact")
-    with spark_failures("compaction"):
-        events = read_events(spark, store, segment_paths)
-        merged = events.coalesce(1).sortWithinPartitions("seq")
-        stats = write_segment(
-            spark,
-            store,
-            merged,
-            out_rel,
-            keys if keys is not None else _vt_keys(events),
-            identity_origins=identity_origins,
-        )
+    with damage_explains(store, segments), spark_failures("compaction"):
+        keys = keys if keys is not None else _vt_keys(read_events(spark, store, segments))
+        read = read_checked(spark, store, segments)
+        merged = read.events.coalesce(1).sortWithinPartitions("seq")
+        stats = write_segment(spark, store, merged, out_rel, keys, identity_origins=identity_origins)
+        _check_or_discard(read, store, out_rel)
     if stats is None:
         raise InvalidInput("the segments to compact hold no events")
     return stats
@@ -383,7 +409,7 @@ def compact(
 def rewrite_from(
     spark: SparkSession,
     store: LogStore,
-    segment_path: str,
+    segment: Segment,
     keep_from_seq: int,
     out_rel: str,
     *,
@@ -396,9 +422,10 @@ def rewrite_from(
     whose LUB of `vt ⊔ identity` is what DEL2 merges into the DVV (RET4); both are gathered in the one job that
     writes. `identity_origins`: see `write_segment`.
     """
-    with spark_failures("rewriting a segment"):
-        events = read_events(spark, store, [segment_path])
-        keys = sorted(set(keys)) if keys is not None else _vt_keys(events)
+    with damage_explains(store, [segment]), spark_failures("rewriting a segment"):
+        read = read_checked(spark, store, [segment])
+        events = read.events
+        keys = sorted(set(keys)) if keys is not None else _vt_keys(read_events(spark, store, [segment]))
         origins = sorted(set(identity_origins))
         wide = is_wide(keys)
         cut = F.col("seq") < F.lit(keep_from_seq)
@@ -420,6 +447,8 @@ def rewrite_from(
             ),
         )
         kept = write_segment(spark, store, observed.where(~cut), out_rel, keys, identity_origins=origins)
+        # DEL2: the DVV merges what the read dropped; a partial read must not decide it (DR0).
+        _check_or_discard(read, store, out_rel)
         d = dropped_obs.get
         dropped: SegmentStats | None = None
         if d["count"]:
@@ -480,10 +509,20 @@ def write_segment(
             store.remove(out_rel)
         return None
     if wide or stats["extra_keys"]:
-        lub = lub_by_scan(read_events(spark, store, [out_rel]))
+        lub = lub_by_scan(read_written(spark, store, out_rel))
     else:
         lub = lub_with_identities(stats, keys, origins)
     return SegmentStats(int(stats["count"]), int(stats["lo"]), int(stats["hi"]), lub)
+
+
+def _check_or_discard(read: CheckedRead, store: LogStore, out_rel: str) -> None:
+    """`CheckedRead.check` after a write from the read: on damage the written segment goes (never committed)."""
+    try:
+        read.check()
+    except DamagedLog:
+        if store.is_local:
+            store.remove(out_rel)
+        raise
 
 
 def _vt_keys(events: DataFrame) -> list[str]:

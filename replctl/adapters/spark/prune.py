@@ -16,20 +16,21 @@ from pyspark.sql import functions as F
 
 from replctl.adapters.spark.jobs import write_segment
 from replctl.adapters.spark.results import SegmentStats
-from replctl.adapters.spark.schema import EVENT_COLUMNS, read_events
+from replctl.adapters.spark.schema import EVENT_COLUMNS, damage_explains, read_checked
 from replctl.adapters.spark.session import spark_failures
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
+    from replctl.core.model import Segment
 
 
 @dataclass(frozen=True)
 class SegmentRewrite:
-    """One segment to prune: where it is, and the new relative path to write its pruned copy to."""
+    """One segment to prune: its catalog row, and the new relative path to write its pruned copy to."""
 
-    source: str
+    source: Segment
     target: str
 
 
@@ -57,17 +58,20 @@ def prune_log(
     """
     kept = sorted(set(keys) - {key})
     out: list[SegmentStats | None] = []
-    with spark_failures(f"pruning {key} from the clocks of a log"):
+    sources = [r.source for r in rewrites]
+    with damage_explains(store, sources), spark_failures(f"pruning {key} from the clocks of a log"):
         for rewrite in rewrites:
-            events = read_events(spark, store, [rewrite.source])
+            read = read_checked(spark, store, [rewrite.source])
             out.append(
                 write_segment(
                     spark,
                     store,
-                    without_key(events, key),
+                    without_key(read.events, key),
                     rewrite.target,
                     kept,
                     identity_origins=sorted({*identity_origins, key}),
                 )
             )
+            # The pruned copy replaces the segment: a partial read must not (DR0); nothing is committed yet.
+            read.check()
     return out

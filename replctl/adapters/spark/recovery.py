@@ -1,4 +1,4 @@
-"""Spark jobs for disaster drills and recovery (rules.md DR0–DR1): census of what survives, and truncation."""
+"""Spark jobs for recovery (rules.md DR0–DR1): census of what survives, and the survivors of a segment."""
 
 from __future__ import annotations
 
@@ -7,59 +7,70 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from replctl.adapters.logstore.inventory import held
 from replctl.adapters.spark.jobs import write_segment
 from replctl.adapters.spark.results import SegmentStats
 from replctl.adapters.spark.schema import read_events
 from replctl.adapters.spark.session import spark_failures
+from replctl.core.recovery import FileRead
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from replctl.adapters.logstore import LogStore
+    from replctl.core.model import Segment
 
 
-def census(spark: SparkSession, store: LogStore, segment_paths: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """Rows and max seq actually stored per segment (relative path); absent segments are left out.
+def census(
+    spark: SparkSession, store: LogStore, segments: Sequence[Segment]
+) -> dict[str, dict[str, FileRead]]:
+    """Per segment path, per data file read: its rows and seq range (what `core.recovery.lost_from` takes).
 
-    One scan of the seq column, grouped by the file each row came from (Parquet footers make it cheap).
+    Only catalogued files the store holds are read; a segment or file that is gone is absent. One scan of
+    the seq column, grouped by the file each row came from (Parquet footers make it cheap).
     """
-    present = [p for p in segment_paths if store.exists(p)]
-    if not present:
+    readable = [p for p in (held(store, s) for s in segments) if p is not None]
+    if not readable:
         return {}
     with spark_failures("checking the stored segments (DR0)"):
         rows = (
-            read_events(spark, store, present)
+            read_events(spark, store, readable)
             .select("seq", F.col("_metadata.file_path").alias("file"))
             .groupBy("file")
-            .agg(F.count(F.lit(1)).alias("n"), F.max("seq").alias("hi"))
+            .agg(F.count(F.lit(1)).alias("n"), F.min("seq").alias("lo"), F.max("seq").alias("hi"))
             .collect()
         )
-    found: dict[str, tuple[int, int]] = {}
+    folders = {seg.path.rsplit("/", 1)[-1]: seg.path for seg in readable}
+    found: dict[str, dict[str, FileRead]] = {}
     for row in rows:
-        path = next((p for p in present if f"/{p}/" in str(row["file"])), None)
-        if path is None:
-            continue
-        n, hi = found.get(path, (0, 0))
-        found[path] = (n + int(row["n"]), max(hi, int(row["hi"])))
+        folder, name = str(row["file"]).rsplit("/", 2)[-2:]
+        path = folders.get(folder)
+        if path is not None:
+            lo, hi = row["lo"], row["hi"]
+            found.setdefault(path, {})[name] = FileRead(
+                int(row["n"]), None if lo is None else int(lo), None if hi is None else int(hi)
+            )
     return found
 
 
 def truncate_below(
     spark: SparkSession,
     store: LogStore,
-    segment_path: str,
+    segment: Segment,
     keep_below: int,
     out_rel: str,
     *,
     keys: Sequence[str],
     identity_origins: Sequence[str] = (),
 ) -> SegmentStats | None:
-    """Write the events of one segment with seq < `keep_below` as a new segment (None when none survive).
+    """Write the events of one damaged segment with seq < `keep_below` as a new segment (None when none
+    survive), read from the catalogued files it still holds.
 
     `keys` and `identity_origins` are as for `jobs.write_segment`.
     """
-    if not store.exists(segment_path):
+    readable = held(store, segment)
+    if readable is None:
         return None
     with spark_failures("keeping the survivors of a damaged segment"):
-        events = read_events(spark, store, [segment_path]).where(F.col("seq") < F.lit(keep_below))
+        events = read_events(spark, store, [readable]).where(F.col("seq") < F.lit(keep_below))
         return write_segment(spark, store, events, out_rel, keys, identity_origins=identity_origins)

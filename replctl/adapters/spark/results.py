@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
 
 
@@ -34,14 +35,15 @@ def appended_stats(location: str, start_seq: int, count: int, cvv: Mapping[str, 
 class PassSpec:
     """One replication pass X→Y (REP1), in plain values.
 
-    `source_segments` are X's segments (relative paths) that may hold events with seq > `progress`;
+    `source_segments` are X's catalogued segments that may hold events with seq > `progress` (their rows:
+    the pass reads exactly their files and compares the rows it got with their counts, issue 19);
     `filter_sql` is the connection filter (a Spark SQL boolean expression over the filter columns, None =
     unfiltered); `admission` is RFC2's projection P (empty = no admission check); `target_seq` is the last
     seq assigned at Y; `out_rel` is the relative path of the segment to write at Y; `source_keys` are the keys
     of CVV-X, the only keys any of X's vts can hold (used to gather the LUB of the written vts in the write).
     """
 
-    source_segments: list[str]
+    source_segments: list[Segment]
     progress: int
     target_cvv: dict[str, int]
     filter_sql: str | None

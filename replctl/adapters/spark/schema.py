@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
+
+from replctl.adapters.spark.paths import literal_path
+from replctl.errors import DamagedLog, EnvironmentFailure
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
+    from replctl.core.model import Segment
 
 # M2; identity is (origin, origin_time) in their own columns (M3), not only inside vt.
 EVENT_COLUMNS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload", "emitted_at")
@@ -148,8 +154,110 @@ def extra_keys_column(
     return F.coalesce(F.max(outside), F.lit(0)).alias(name)
 
 
-def read_events(spark: SparkSession, store: LogStore, segments: Sequence[str]) -> DataFrame:
-    """The events of the given segments (relative paths), read with the declared schema (no inference)."""
-    if not segments:
+def segment_uris(store: LogStore, segments: Sequence[Segment]) -> list[str]:
+    """What a read of catalogued segments opens: each row's data files by name, never a folder listing or a
+    glob, so a file the row does not name is never read (issue 19). A row made before rows recorded their
+    files is read as its folder."""
+    uris: list[str] = []
+    for seg in segments:
+        names = seg.file_names
+        if names is None:
+            uris.append(literal_path(store.uri(seg.path)))
+        else:
+            uris += [literal_path(store.uri(f"{seg.path}/{name}")) for name in names]
+    return uris
+
+
+def read_events(spark: SparkSession, store: LogStore, segments: Sequence[Segment]) -> DataFrame:
+    """The events of the given catalogued segments, read with the declared schema (no inference)."""
+    uris = segment_uris(store, segments)
+    if not uris:
         return spark.createDataFrame([], EVENT_DDL)
-    return spark.read.schema(EVENT_DDL).parquet(*[store.uri(s) for s in segments])
+    return spark.read.schema(EVENT_DDL).parquet(*uris)
+
+
+def read_written(spark: SparkSession, store: LogStore, relative: str) -> DataFrame:
+    """The events of a segment this job has just written, before any row names its files."""
+    return spark.read.schema(EVENT_DDL).parquet(literal_path(store.uri(relative)))
+
+
+@dataclass(frozen=True)
+class CheckedRead:
+    """A read of catalogued segments that counts the rows it actually got (DR0, issue 19).
+
+    The count is observed on the rows as read, before any filter (an observation stops a filter from being
+    pushed below it, so every row of the segments is counted), and compared with the rows' counts after the
+    job's action by `check`: a file lost, replaced or shortened after the census is found by the read that
+    would have used it, and nothing the job computed is kept.
+    """
+
+    events: DataFrame
+    observation: Observation
+    segments: tuple[Segment, ...]
+
+    def check(self) -> None:
+        """Raise DamagedLog unless the read got exactly the rows the segments' catalog rows hold."""
+        expected = sum(s.count for s in self.segments)
+        got = int(self.observation.get["rows"] or 0) if self.segments else 0
+        if got != expected:
+            name = self.segments[0].location
+            raise DamagedLog(
+                name,
+                f"{name}'s log is damaged: reading {len(self.segments)} segment(s) from seq "
+                f"{self.segments[0].seq_lo} on gave {got} events, their catalog rows hold {expected}; "
+                "nothing was decided or written from the read (DR0)",
+            )
+
+
+def read_checked(spark: SparkSession, store: LogStore, segments: Sequence[Segment]) -> CheckedRead:
+    """`read_events` with the count of rows read observed for `CheckedRead.check`.
+
+    A catalogued file that is missing when the read starts is damage too (Spark would say only "path does
+    not exist"); one removed while the job runs fails the job, whose caller asks `damaged_files` why.
+    """
+    chosen = tuple(segments)
+    missing = missing_files(store, chosen)
+    if missing:
+        name = chosen[0].location
+        raise DamagedLog(
+            name,
+            f"{name}'s log is damaged: {missing[0]} is missing or of another size than catalogued; nothing was decided "
+            "or written from the log (DR0)",
+        )
+    observation = Observation("read")
+    events = read_events(spark, store, chosen).observe(observation, F.count(F.lit(1)).alias("rows"))
+    return CheckedRead(events, observation, chosen)
+
+
+@contextmanager
+def damage_explains(store: LogStore, segments: Sequence[Segment]) -> Iterator[None]:
+    """Turn a job's failure into DamagedLog when a catalogued file it read is gone or changed meanwhile:
+    Spark says only that a file was not found, and the operator's way out is recovery, not the environment."""
+    try:
+        yield
+    except EnvironmentFailure as exc:
+        missing = missing_files(store, segments)
+        if not missing:
+            raise
+        name = segments[0].location
+        raise DamagedLog(
+            name,
+            f"{name}'s log is damaged: {missing[0]} is catalogued but was gone or changed when it was read; "
+            "nothing was decided or written from the read (DR0)",
+        ) from exc
+
+
+def missing_files(store: LogStore, segments: Sequence[Segment]) -> list[str]:
+    """The catalogued data files (store paths) of `segments` a local store does not hold at their recorded
+    size; none is reported for a remote store, whose reads fail on a missing file instead."""
+    if not store.is_local:
+        return []
+    out = []
+    for seg in segments:
+        stored = store.segment_files(seg.path) or {}
+        if seg.files is None:
+            if not stored:
+                out.append(seg.path)
+            continue
+        out += [f"{seg.path}/{f.name}" for f in seg.files if stored.get(f.name) != f.size]
+    return out

@@ -23,7 +23,10 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -85,7 +88,15 @@ _JIT_OPTIONS = (
 )
 # Set in every session replctl builds, after the operator's --spark-conf: Spark would otherwise expand
 # ${env:...} and ${system:...} in a filter, handing the environment (the catalog password) to an expression.
-FORCED_CONF: dict[str, str] = {"spark.sql.variable.substitute": "false"}
+# Adaptive execution must not replace a stage that turned out empty by an empty relation: the plan it leaves
+# no longer holds the reads' row-count observations, so a read whose filter kept nothing (a `log show` page
+# past the end) would have no count to compare with its segment rows (issue 19, DR0).
+FORCED_CONF: dict[str, str] = {
+    "spark.sql.variable.substitute": "false",
+    "spark.sql.adaptive.optimizer.excludedRules": (
+        "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
+    ),
+}
 # Spark's log4j output: errors only, on stderr (see the file for why).
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -221,6 +232,11 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
     conf = tuned_conf(settings)
     for k, v in conf.items():
         builder = builder.config(k, v)
+    # PySpark replaces the SIGINT handler with one that calls into py4j from inside the signal handler; the
+    # CLI owns Ctrl-C (cli.interrupt, issue 18), so the handler in place before is put back.
+    sigint = (
+        signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         _launch_quiet_gateway(settings, conf)
         session: SparkSession = builder.getOrCreate()
@@ -234,9 +250,25 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
             code="spark",
             hint=hint,
         ) from exc
+    finally:
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
     if settings.tuned and settings.cds:
         _promote_archive_at_exit(session, settings.home)
     return session
+
+
+def cancel_running_jobs() -> None:
+    """Cancel every job of this process's SparkContext, if it started one (an interrupted command's jobs)."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    with contextlib.suppress(Exception):  # best effort: the process is ending on Ctrl-C anyway
+        context.cancelAllJobs()
 
 
 def driver_log(home: Path) -> Path:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from replctl.adapters.logstore.inventory import held
 from replctl.adapters.spark.results import InvariantViolation
 from replctl.adapters.spark.schema import (
     covering_vector,
@@ -22,13 +23,14 @@ from replctl.adapters.spark.schema import (
 )
 from replctl.adapters.spark.session import spark_failures
 from replctl.adapters.spark.transforms import covered_by, is_wide
+from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
+from replctl.localfiles import file_digest
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
-    from replctl.core.model import Segment
 
 
 def verify_log(
@@ -41,20 +43,26 @@ def verify_log(
     dvv: Mapping[str, int],
     baseline: Mapping[str, int],
     segments_meta: Sequence[Segment] | None = None,
+    described_by: str = "the catalog",
 ) -> list[InvariantViolation]:
     """Check one location's stored log against its catalog state; an empty list means it is consistent.
 
     `segment_paths` are the log's segments in catalog (seq) order; `seq` is the last seq the catalog assigned;
     `segments_meta` (optional) are the catalog's segment rows, whose seq range, count and vt LUB are compared
-    with the data.
+    with the data. `described_by` names where those rows come from in messages (a backup's manifest).
     """
     violations: list[InvariantViolation] = []
-    present = list(segment_paths)
+    by_path = {m.path: m for m in segments_meta or ()}
+    # A path without a row is read as its folder (a row made before rows named their files reads so too).
+    rows = [by_path.get(p) or Segment(0, "", p, 0, 0, 0) for p in segment_paths]
+    present = list(rows)
     if store.is_local:
-        for path in segment_paths:
-            if not store.exists(path):
-                violations.append(InvariantViolation("SEG", f"segment {path} is missing from the store"))
-        present = [p for p in segment_paths if store.exists(p)]
+        for row in rows:
+            if not store.exists(row.path):
+                violations.append(InvariantViolation("SEG", f"segment {row.path} is missing from the store"))
+            else:
+                violations += _check_files(store, row)
+        present = [r for r in (held(store, row) for row in rows) if r is not None]
     expected = VectorTime(dvv).merge(baseline)
     if not present:
         violations += _check_cvv(cvv, expected, first_beyond=None)
@@ -67,13 +75,38 @@ def verify_log(
             events, keys=sorted(set(cvv) | set(dvv) | set(baseline)), cvv=cvv, seq=seq
         )
         stored_lub = _stored_lub(events, per_segment)
-        violations += _check_segments(present, per_segment, segments_meta, seq)
+        violations += _check_segments(
+            [r.path for r in present], per_segment, segments_meta, seq, described_by
+        )
         violations += _check_cvv(
             cvv, expected.merge(stored_lub), first_beyond=_first(per_segment, "beyond_cvv")
         )
         violations += _check_duplicates(events)
         violations += _check_storage_order(events)
     return sorted(violations, key=lambda v: (v.code, v.seq if v.seq is not None else -1))
+
+
+def _check_files(store: LogStore, row: Segment) -> list[InvariantViolation]:
+    """Each data file the row names against the store: there, of its size, of its SHA-256 (issue 19).
+
+    `log verify` reads the bytes anyway, so the digest is checked here, and only here and in copies.
+    """
+    if row.files is None:
+        return []
+    stored = store.segment_files(row.path) or {}
+    out = []
+    for f in row.files:
+        where = f"{row.path}/{f.name}"
+        if f.name not in stored:
+            problem = "is missing from the store"
+        elif stored[f.name] != f.size:
+            problem = f"holds {stored[f.name]} bytes, its catalog row says {f.size}"
+        elif f.sha256 is not None and file_digest(store.local_path(where)) != f.sha256:
+            problem = "differs from its catalog row's SHA-256"
+        else:
+            continue
+        out.append(InvariantViolation("SEG", f"file {where} {problem}", seq=f.seq_lo or row.seq_lo))
+    return out
 
 
 def _segment_summaries(
@@ -145,6 +178,7 @@ def _check_segments(
     per_segment: Mapping[str, Mapping[str, Any]],
     meta: Sequence[Segment] | None,
     seq: int,
+    described_by: str,
 ) -> list[InvariantViolation]:
     """I7 across segments (ranges disjoint and increasing in catalog order, none beyond the location's seq)
     and each segment against its catalog row."""
@@ -158,7 +192,9 @@ def _check_segments(
             if row is not None and row.count:
                 out.append(
                     InvariantViolation(
-                        "SEG", f"segment {path} holds no events, the catalog says {row.count}", seq=row.seq_lo
+                        "SEG",
+                        f"segment {path} holds no events, {described_by} says {row.count}",
+                        seq=row.seq_lo,
                     )
                 )
             continue
@@ -174,7 +210,7 @@ def _check_segments(
             out.append(
                 InvariantViolation(
                     "SEG",
-                    f"segment {path} holds seq {lo}..{hi} ({count} events); the catalog says "
+                    f"segment {path} holds seq {lo}..{hi} ({count} events); {described_by} says "
                     f"{row.seq_lo}..{row.seq_hi} ({row.count} events)",
                     seq=min(lo, row.seq_lo),
                 )
@@ -187,7 +223,7 @@ def _check_segments(
             out.append(
                 InvariantViolation(
                     "SEG",
-                    f"segment {path}: the LUB of its vts is {VectorTime(summary['lub'])}, the catalog says "
+                    f"segment {path}: the LUB of its vts is {VectorTime(summary['lub'])}, {described_by} says "
                     f"{VectorTime(row.vt_lub)}",
                     seq=lo,
                 )

@@ -1,0 +1,32 @@
+"""The file damage `drill disaster` does to a local segment: a torn disk's, file by file (DR0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore.reader import segment_file_paths
+from replctl.core.model import Segment
+from replctl.errors import EnvironmentFailure
+
+
+def cut_files(store: LogStore, segment: Segment, from_seq: int) -> None:
+    """Destroy the events with seq ≥ `from_seq` of one segment in place: a data file holding only such
+    events is removed, one holding some is rewritten under its own name with its earlier rows (a file cut
+    short), the others are left alone. The catalog row is not touched: this is the damage recovery finds."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for name in segment_file_paths(store, segment):
+        path = Path(name)
+        try:
+            table = pq.read_table(path)
+            kept = table.filter(pc.field("seq") < from_seq)
+            if kept.num_rows == table.num_rows:
+                continue
+            if kept.num_rows == 0:
+                path.unlink()
+                continue
+            pq.write_table(kept, path, compression="snappy", use_deprecated_int96_timestamps=True)
+        except (OSError, ValueError) as exc:
+            raise EnvironmentFailure(f"cannot cut {path}: {exc}", code="store") from exc

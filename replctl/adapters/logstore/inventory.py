@@ -1,0 +1,86 @@
+"""What a segment's data files hold, recorded when the segment is written and compared when it is read.
+
+A segment row names its data files (issue 19): readers read exactly those, never a folder listing, so a stray
+file is never read; the census of damage compares their names and sizes (`core.damage`); a read compares the
+rows it got with the rows recorded; recovery places a lost file by the seq range it held (DR0); `log verify`
+and a copy compare SHA-256 digests, since they read the bytes anyway.
+
+Cost: the digest is one streamed pass over files the job has just written (still in the page cache), at
+hashing speed, a small fraction of what writing them through Spark took; the rows and seq range come from
+each file's Parquet footer (a few kilobytes). Remote stores are not listed (`LogStore.segment_files`), so
+nothing is recorded for them, as the census does not check them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from replctl.adapters.logstore import LogStore
+from replctl.core.model import Segment, SegmentFile
+from replctl.errors import EnvironmentFailure
+from replctl.localfiles import file_digest
+
+
+def record_files(store: LogStore, relative: str) -> tuple[SegmentFile, ...] | None:
+    """The data files of the segment at `relative` with their size, rows, seq range and digest, sorted by
+    name (None on a remote store or when the segment is not there)."""
+    sizes = store.segment_files(relative)
+    if sizes is None:
+        return None
+    found = []
+    for name, size in sorted(sizes.items()):
+        path = store.local_path(f"{relative}/{name}")
+        try:
+            rows, lo, hi = seq_extent(path)
+            sha = file_digest(path)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid derives from ValueError
+            raise EnvironmentFailure(
+                f"cannot read the new segment file {store.uri(relative)}/{name}: {exc}", code="store"
+            ) from exc
+        found.append(SegmentFile(name, size, rows=rows, seq_lo=lo, seq_hi=hi, sha256=sha))
+    return tuple(found)
+
+
+def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
+    """Rows and smallest and largest seq of one Parquet file, from its footer's statistics (the column is
+    read only when a row group lacks them)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    if meta.num_rows == 0:
+        return 0, None, None
+    lows, highs = [], []
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        if group.num_rows == 0:
+            continue
+        column = next(
+            (group.column(j) for j in range(group.num_columns) if group.column(j).path_in_schema == "seq"),
+            None,
+        )
+        stats = None if column is None else column.statistics
+        if stats is None or not stats.has_min_max or stats.null_count:
+            # No usable statistics: read the one column (a null seq breaks I7 and is verify's to report).
+            seqs = pq.read_table(path, columns=["seq"]).column("seq")
+            bounds = pc.min_max(seqs).as_py()
+            return meta.num_rows, bounds["min"], bounds["max"]
+        lows.append(int(stats.min))
+        highs.append(int(stats.max))
+    return meta.num_rows, min(lows), max(highs)
+
+
+def held(store: LogStore, segment: Segment) -> Segment | None:
+    """`segment` narrowed to the catalogued files the store still holds (None: none of them, or its folder
+    is gone); a file the row does not name is never among them (issue 19). On a remote store, which is not
+    listed, the row as it is."""
+    if not store.is_local:
+        return segment
+    stored = store.segment_files(segment.path)
+    if not stored:
+        return None
+    if segment.files is None:
+        return segment
+    kept = tuple(f for f in segment.files if f.name in stored)
+    return replace(segment, files=kept) if kept else None

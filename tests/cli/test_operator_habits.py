@@ -1,0 +1,192 @@
+"""Issue 18: the habits operators bring from git, kubectl and terraform.
+
+`log show` starts with the newest events on a terminal and streams `--json`; `report --html -` writes to
+stdout; adding a location that exists says so; `version`; and every hint a refusal prints, when run, succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clitool import Replctl
+
+
+@pytest.fixture
+def rc(tmp_path: Path) -> Replctl:
+    """`replctl` bound to a new SQLite catalog and store, after `replctl init`."""
+    tool = Replctl(tmp_path)
+    tool("init")
+    return tool
+
+
+def on_a_terminal(rc: Replctl, *args: str) -> str:
+    """stdout of `replctl ARGS` run in a child process whose stdout is a pseudo-terminal."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, **rc.env, "COLUMNS": "200"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "replctl", *args], env=env, stdout=follower, stderr=subprocess.PIPE
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal (EIO)
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert child.wait(timeout=120) == 0, child.stderr.read() if child.stderr else ""
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def seqs(table: str) -> list[int]:
+    """The seq column of a `log show` table."""
+    return [int(m) for m in re.findall(r"^│ (\d+)\*? ", table, flags=re.MULTILINE)]
+
+
+def test_log_show_on_a_terminal_shows_the_newest_50_and_says_how_to_see_all(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("log", "append", "A", "--generate", "60")
+    shown = on_a_terminal(rc, "log", "show", "A")
+    assert seqs(shown) == list(range(11, 61))
+    assert shown.splitlines()[-1] == (
+        "the newest 50 of 60 stored events; every one: replctl log show A --all (or --from SEQ, --limit N)"
+    )
+    assert seqs(on_a_terminal(rc, "log", "show", "A", "--all")) == list(range(1, 61))
+    assert seqs(on_a_terminal(rc, "log", "show", "A", "--from", "5", "--limit", "3")) == [5, 6, 7]
+    # Piped (a script, a file), every stored event, as before.
+    assert seqs(rc("log", "show", "A").stdout) == list(range(1, 61))
+
+
+def test_log_show_marks_logically_deleted_rows_and_explains_the_star(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2", "a3")
+    rc("delete", "A", "--upto", "2", "--logical", "--yes")
+    out = rc("log", "show", "A").stdout
+    assert seqs(out) == [1, 2, 3]
+    assert "│ 1*  " in out and "│ 3   " in out
+    assert (
+        out.splitlines()[-1] == "* logically deleted: hidden from local reading, kept for replication (DEL1)"
+    )
+
+
+def test_log_show_json_is_the_contract_document_with_every_event(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    doc = rc.json("log", "show", "A")
+    assert {k: v for k, v in doc.items() if k != "events"} == {
+        "ok": True,
+        "location": "A",
+        "seq": 2,
+        "deleted_upto": 0,
+        "logical_deleted_upto": 0,
+    }
+    assert doc["events"][1] == {
+        "seq": 2,
+        "origin": "A",
+        "origin_time": 2,
+        "vt": {"A": 2},
+        "type": None,
+        "key": "a2",
+        "tags": [],
+        "payload": None,
+    }
+    assert rc.json("log", "show", "A", "--limit", "1")["events"][0]["key"] == "a1"
+
+
+def test_log_show_refuses_all_with_limit(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    out = rc("log", "show", "A", "--all", "--limit", "3", expect=2)
+    assert out.stderr == "error: give --all or --limit N, not both\nhint: replctl log show A --all\n"
+
+
+def test_report_html_dash_writes_the_page_on_stdout_and_no_file(rc: Replctl, tmp_path: Path) -> None:
+    rc("location", "add", "A")
+    out = rc("report", "--html", "-")
+    assert out.stdout.startswith("<!DOCTYPE html>") and out.stdout.rstrip().endswith("</html>")
+    assert not (Path.cwd() / "-").exists() and not (tmp_path / "-").exists()
+    refused = rc.json("report", "--html", "-", expect=2)
+    assert refused["error"]["code"] == "bad-option"
+
+
+def test_adding_a_location_that_exists_says_it_exists_and_changes_nothing(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    before = rc.snapshot()
+    again = rc("location", "add", "A")
+    assert again.stdout == "location A exists (read-write); nothing to change\n"
+    assert rc.json("location", "add", "A")["changes"] == []
+    other = rc.json("location", "add", "A", "--role", "hub", expect=2)["error"]
+    assert {k: other[k] for k in ("code", "message", "hint")} == {
+        "code": "location-exists",
+        "message": "location A exists as read-write; a location's role is set when it is added (M1)",
+        "hint": "replctl location show A",
+    }
+    assert rc.snapshot() == before
+    rc("location", "retire", "A")
+    retired = rc.json("location", "add", "A", expect=3)["error"]
+    assert retired["code"] == "M1"
+    assert (
+        retired["message"]
+        == "refused [M1]: location id A was already used and retired; a location id is never reused (M1)"
+    )
+
+
+def test_version_names_replctl_spark_java_and_the_catalog_schema(rc: Replctl) -> None:
+    from importlib.metadata import version
+
+    from replctl import __version__
+    from replctl.adapters.catalog.migrate import head_revision
+
+    doc = rc.json("version")
+    assert (doc["replctl"], doc["spark"]) == (__version__, version("pyspark"))
+    assert re.fullmatch(r"\d+(\.\d+)*", doc["java"] or "")
+    assert doc["catalog"] == {"revision": head_revision(), "head": head_revision(), "error": None}
+    lines = rc("version").stdout.splitlines()
+    assert lines[0] == f"replctl: {__version__}"
+    assert lines[3] == f"catalog schema: {head_revision()} (newest {head_revision()})"
+
+
+def hint_of(out: str) -> list[str]:
+    """The command a refusal's `hint:` line suggests, as arguments after `replctl`."""
+    hint = next(line for line in out.splitlines() if line.startswith("hint: "))
+    command = hint[hint.index("replctl ") + len("replctl ") :]
+    import shlex
+
+    return shlex.split(command)
+
+
+def test_each_hint_when_run_succeeds(rc: Replctl) -> None:
+    for name in ("A", "B", "D", "F1"):
+        rc("location", "add", name)
+    # An unknown location: the hint lists the locations, it does not suggest adding a connection to it.
+    unknown = rc("replicate", "A", "Zz", expect=2)
+    assert hint_of(unknown.stderr) == ["location", "list"]
+    rc(*hint_of(unknown.stderr))
+    # No connection between two known locations: the hint adds it, and then the pass runs.
+    missing = rc("replicate", "A", "B", expect=2)
+    assert hint_of(missing.stderr) == ["topology", "add", "A", "B"]
+    rc(*hint_of(missing.stderr))
+    rc("replicate", "A", "B")
+    # No events given: the hint names the location typed, not an example one.
+    empty = rc("log", "append", "F1", expect=2)
+    assert hint_of(empty.stderr) == ["log", "append", "F1", "--event", '{"key": "e1"}']
+    rc(*hint_of(empty.stderr))
+    assert rc.keys("F1") == ["e1"]
+    # FO1: fail-over between two locations of no group; the hint declares it, then the fail-over runs.
+    rc("topology", "add", "A", "D", "--both")
+    failover = rc("topology", "failover", "D", "--from", "A", "--to", "B", expect=3)
+    assert hint_of(failover.stderr) == ["topology", "group", "NAME", "A", "B"]
+    rc(*hint_of(failover.stderr))
+    rc("topology", "failover", "D", "--from", "A", "--to", "B")
+    assert json.dumps(sorted(rc.connections())) == json.dumps(
+        [["A", "B"], ["A", "D"], ["B", "D"], ["D", "A"], ["D", "B"]]
+    )

@@ -1,0 +1,96 @@
+"""The backup store (rules.md BK1) on real folders, worked on directly (a path, `file://`) and through a pyarrow
+file system, the way a remote store (`hdfs://`, `s3a://`) is: both must hold the same bytes under the same
+digests, list the same backups and restore the same segment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from replctl.adapters.backupstore import BackupStore
+from replctl.adapters.logstore import LogStore
+from replctl.core.backups import BackupSegment, Manifest
+from replctl.core.vectortime import VectorTime
+from replctl.localfiles import digest
+
+SEGMENT = "A/seg-0000000000000000001-0123abcd"
+
+STORES: dict[str, Callable[[Path], BackupStore]] = {
+    "path": BackupStore,
+    "file-uri": lambda root: BackupStore(root.as_uri()),
+    "pyarrow": lambda root: BackupStore(str(root), filesystem=pafs.LocalFileSystem()),
+}
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> LogStore:
+    """A log store with one segment as Spark leaves it: a data file, its `.crc`, `_SUCCESS` and its `.crc`."""
+    store = LogStore(tmp_path / "logs")
+    folder = store.local_path(SEGMENT)
+    folder.mkdir(parents=True)
+    (folder / "part-00000-x.snappy.parquet").write_bytes(b"events" * 1000)
+    (folder / ".part-00000-x.snappy.parquet.crc").write_bytes(b"crc")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / "._SUCCESS.crc").write_bytes(b"crc")
+    return store
+
+
+def manifest(backup_id: str, location: str, created_at: str, size: int, sha: str) -> Manifest:
+    seg = BackupSegment(SEGMENT, 1, 3, 3, VectorTime({"A": 3}), size, sha)
+    cvv = VectorTime({"A": 3})
+    return Manifest(backup_id, location, 7, 3, cvv, VectorTime(), 0, 0, (seg,), "0", created_at, "op")
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_a_segment_copy_holds_the_data_files_only_under_the_digest_it_was_copied_with(
+    kind: str, tmp_path: Path, logs: LogStore
+) -> None:
+    backups = STORES[kind](tmp_path / "backups")
+    size, sha = backups.put_segment(logs, SEGMENT)
+    copy = tmp_path / "backups" / "segments" / SEGMENT
+    # BK1: `_SUCCESS` and the `.crc` side files are not data; no temporary folder is left beside the copy.
+    assert sorted(p.name for p in copy.iterdir()) == ["part-00000-x.snappy.parquet"]
+    assert sorted(p.name for p in copy.parent.iterdir()) == [copy.name]
+    assert (size, sha) == (6000, digest(copy))
+    assert backups.segment_digest(SEGMENT) == sha and backups.segment_bytes(SEGMENT) == 6000
+    # Only a local copy is trusted without a manifest (a move on an object store is not atomic).
+    assert backups.has_segment(SEGMENT) is (kind != "pyarrow")
+    assert backups.segment_digest("A/seg-0000000000000000009-ffffffff") is None
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_manifests_list_one_location_without_its_namesakes_and_restore_the_copy(
+    kind: str, tmp_path: Path, logs: LogStore
+) -> None:
+    backups = STORES[kind](tmp_path / "backups")
+    size, sha = backups.put_segment(logs, SEGMENT)
+    older = manifest("A-20260101T000000Z-aaaaaa", "A", "2026-01-01T00:00:00+00:00", size, sha)
+    newer = manifest("A-20260101T000000Z-000000", "A", "2026-01-01T00:00:00.5+00:00", size, sha)
+    namesake = manifest("A-1-20260101T000000Z-bbbbbb", "A-1", "2026-01-01T00:00:01+00:00", size, sha)
+    for m in (newer, namesake, older):
+        backups.put_manifest(m)
+    # Within one second the microseconds order them, not the random suffix; `A-1` is another location.
+    assert [m.id for m in backups.manifests("A")] == [older.id, newer.id]
+    assert [m.id for m in backups.manifests()] == [older.id, newer.id, namesake.id]
+    assert backups.manifest(newer.id) == newer and backups.manifest("A-none") is None
+    target = LogStore(tmp_path / "restored")
+    backups.copy_segment_to(SEGMENT, target, "A/seg-0000000000000000001-99999999")
+    assert digest(target.local_path("A/seg-0000000000000000001-99999999")) == sha
+    backups.remove_manifest(older.id)
+    backups.remove_manifest(older.id)  # absent: not an error
+    assert [m.id for m in backups.manifests("A")] == [newer.id]
+    backups.remove_segment(SEGMENT)
+    backups.remove_segment(SEGMENT)
+    assert backups.segment_digest(SEGMENT) is None
+
+
+def test_a_file_uri_with_an_encoded_space_is_the_folder_it_names(tmp_path: Path, logs: LogStore) -> None:
+    root = tmp_path / "backup store"
+    backups = BackupStore(root.as_uri())
+    assert "%20" in root.as_uri() and backups.is_local and backups.root == root
+    backups.put_segment(logs, SEGMENT)
+    assert (root / "segments" / SEGMENT).is_dir()
+    assert backups.segment_store().local_path(SEGMENT) == root / "segments" / SEGMENT
