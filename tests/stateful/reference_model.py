@@ -155,6 +155,7 @@ class ReferenceModel:
         self.pruned: set[str] = set()  # RET2: ids left out of every vt
         self.groups: dict[str, set[str]] = {}  # RFC1: declared application groups
         self.backups: list[Backup] = []  # BK1, oldest first
+        self.blocks = 0  # passes RFC2's admission check held back (REP1 (3)), for the statistics
 
     # ---- queries ---------------------------------------------------------------------------------------
 
@@ -501,6 +502,7 @@ class ReferenceModel:
                 last = event.seq
                 continue  # REP1 (2)
             if not vt_leq({k: v for k, v in event.vt.items() if k in projection}, target.cvv):
+                self.blocks += 1
                 break  # REP1 (3): blocked; progress stays before it (REP2)
             last = event.seq
             copy = Event(

@@ -5,15 +5,17 @@ without a filter, filter changes, removals and reconnects, appends, replication 
 including smaller repeated requests, disasters and recoveries with and without --accept-loss, retirement with
 clock pruning and new locations after it, application groups and fail-over (RFC1, RFC2's identical filters and
 admission check, FO1), backups and restores from them (BK1, BK2)) and runs each on the real CLI (real SQLite
-catalog, real Parquet store, the shared local Spark session) and on `reference_model.ReferenceModel`. After every step it compares the exit
-code and error code, every log's events (seq, origin, origin_time, key, vt), each location's metadata, every
-connection's state, filter and progress, and the pending deletions; at the end the §9 invariants (`log verify`).
+catalog, real Parquet store, the shared local Spark session) and on `reference_model.ReferenceModel`. After
+every step it compares the exit code and error code, every log's events (seq, origin, origin_time, key, vt), each
+location's metadata, every connection's state, filter and progress, and the pending deletions; at the end the §9
+invariants (`log verify`).
 
 A failure prints the commands that led to it, shrunk by hypothesis: a runbook anyone can paste into a shell.
 
 Triage aid: `REPLCTL_DIFF_AVOID=prune,reconnect,smaller-delete,pair-retry,loss-clock` keeps the machine away from
 operations whose disagreement is already known and being fixed (see the report of this test's issue), so that
-it can look for other ones. By default it avoids nothing.
+it can look for other ones. By default it avoids only `foreign-backup` (`KNOWN`: restoring from another
+location's backup, kept as an xfail scenario in test_disagreements.py); `REPLCTL_DIFF_AVOID=` draws everything.
 """
 
 from __future__ import annotations
@@ -60,7 +62,10 @@ FILTERS = ("key = 'k1'", "key = 'k2'")
 HISTORIES = ("complete", "current", "none")
 GROUPS = ("G1", "G2")  # group names never collide with location ids (one letter)
 ROLES = (READ_WRITE, READ_WRITE, READ_WRITE, HUB, READ_ONLY)  # drawn uniformly: mostly read-write
-AVOID = frozenset(x for x in os.environ.get("REPLCTL_DIFF_AVOID", "").split(",") if x)
+# Known disagreements, each kept as a named xfail(strict=True) scenario in test_disagreements.py: avoided unless
+# REPLCTL_DIFF_AVOID is set (to "" to draw everything).
+KNOWN = "foreign-backup"
+AVOID = frozenset(x for x in os.environ.get("REPLCTL_DIFF_AVOID", KNOWN).split(",") if x)
 
 
 class Disagreement(AssertionError):
@@ -180,12 +185,13 @@ class CliVsModel(RuleBasedStateMachine):
 
     # ---- operations ---------------------------------------------------------------------------------
 
-    @initialize(grouped=st.booleans(), filter_expr=st.sampled_from((None, *FILTERS)))
-    def two_connected_locations(self, grouped: bool, filter_expr: str | None) -> None:
+    @initialize(grouped=st.booleans(), filter_expr=st.sampled_from((None, *FILTERS)), backed_up=st.booleans())
+    def two_connected_locations(self, grouped: bool, filter_expr: str | None, backed_up: bool) -> None:
         """A↔B: most interesting operations need one connection, so every example starts with it.
 
         Half the examples start from a group instead, so that fail-over and RFC2's admission check are reached
-        within a few steps: A↔B declared as group G1, and C↔A (filtered or not) from outside it.
+        within a few steps: A↔B declared as group G1, and C↔A (filtered or not) from outside it. Half take a
+        backup of every location first, so that a restore (BK2) is drawable from the first step.
         """
         for name in "ABC" if grouped else "AB":
             self.run("location add", self.model.add_location(name, READ_WRITE), "location", "add", name)
@@ -211,6 +217,8 @@ class CliVsModel(RuleBasedStateMachine):
                 *(["--filter", filter_expr] if filter_expr else []),
             ]
             self.run("topology add --both" + (" --filter" if filter_expr else ""), expected, *args)
+        if backed_up:
+            self._backup([])
         self.compare()
 
     @precondition(lambda self: len(self.model.live()) < MAX_LIVE and self.unused_name() is not None)
@@ -368,7 +376,9 @@ class CliVsModel(RuleBasedStateMachine):
 
     @rule()
     def replicate_all(self) -> None:
-        self.run("replicate", self.model.replicate_all(), "replicate")
+        blocks = self.model.blocks
+        expected = self.model.replicate_all()
+        self.run("replicate" + _blocked(self.model, blocks), expected, "replicate")
         self.compare()
 
     @precondition(lambda self: bool(self.model.current()))
@@ -378,7 +388,9 @@ class CliVsModel(RuleBasedStateMachine):
         others_pending = any(x.pending_upto is not None for n, x in self.model.locations.items() if n != src)
         if others_pending and "pair-retry" in AVOID:
             return
-        self.run("replicate SRC DST", self.model.replicate_pair(src, dst), "replicate", src, dst)
+        blocks = self.model.blocks
+        expected = self.model.replicate_pair(src, dst)
+        self.run("replicate SRC DST" + _blocked(self.model, blocks), expected, "replicate", src, dst)
         self.compare()
 
     @precondition(lambda self: any(x.seq > 0 and x.state == ACTIVE for x in self.model.locations.values()))
@@ -446,6 +458,10 @@ class CliVsModel(RuleBasedStateMachine):
     def backup_create(self, data: st.DataObject, every: bool) -> None:
         """BK1: one backup per location (default every active one); it changes nothing (compare says so)."""
         names = [] if every else [data.draw(st.sampled_from(self.model.live()), label="location")]
+        self._backup(names)
+        self.compare()
+
+    def _backup(self, names: list[str]) -> None:
         wanted = self.model.backup_targets(names)
         doc = self.run(
             "backup create" + ("" if names else " (every location)"), DONE, "backup", "create", *names
@@ -455,7 +471,6 @@ class CliVsModel(RuleBasedStateMachine):
             self.disagree([f"`backup create` backed up {[loc for loc, _ in made]}; rules (BK1): {wanted}"])
         for name, backup_id in made:
             self.model.backup(str(name), str(backup_id))
-        self.compare()
 
     @precondition(lambda self: any(self.model.latest_backup(n) for n in self.model.live()))
     @rule(data=st.data(), accept_loss=st.booleans(), latest=st.booleans(), foreign=st.booleans())
@@ -466,7 +481,7 @@ class CliVsModel(RuleBasedStateMachine):
         live = self.model.live()
         name = data.draw(st.sampled_from([n for n in live if self.model.latest_backup(n)]), label="location")
         others = [b for b in self.model.backups if b.location != name]
-        if foreign and others:
+        if foreign and others and "foreign-backup" not in AVOID:
             backup = data.draw(st.sampled_from(others), label="backup of another location")
             ref, label = backup.id, "recover --from-backup (another location's)"
         else:
@@ -512,6 +527,11 @@ def _floor_matters(model: ReferenceModel, name: str, from_seq: int, accept_loss:
         trial.recover(name, stored_before=before, accept_loss=accept_loss, recorded_floor=recorded)
         ends.append(trial.locations[name].seq)
     return ends[0] != ends[1]
+
+
+def _blocked(model: ReferenceModel, blocks_before: int) -> str:
+    """A label suffix when RFC2's admission check held a pass back (REP1 (3)), so the statistics show it."""
+    return " (RFC2 admission block)" if model.blocks > blocks_before else ""
 
 
 def _drill(name: str, from_seq: int) -> list[str]:
