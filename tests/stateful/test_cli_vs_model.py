@@ -185,14 +185,20 @@ class CliVsModel(RuleBasedStateMachine):
 
     # ---- operations ---------------------------------------------------------------------------------
 
-    @initialize(grouped=st.booleans(), filter_expr=st.sampled_from((None, *FILTERS)), backed_up=st.booleans())
-    def two_connected_locations(self, grouped: bool, filter_expr: str | None, backed_up: bool) -> None:
+    @initialize(
+        shape=st.sampled_from(("pair", "group", "redundant")),
+        filter_expr=st.sampled_from((None, *FILTERS)),
+        backed_up=st.booleans(),
+    )
+    def two_connected_locations(self, shape: str, filter_expr: str | None, backed_up: bool) -> None:
         """A↔B: most interesting operations need one connection, so every example starts with it.
 
-        Half the examples start from a group instead, so that fail-over and RFC2's admission check are reached
-        within a few steps: A↔B declared as group G1, and C↔A (filtered or not) from outside it. Half take a
-        backup of every location first, so that a restore (BK2) is drawable from the first step.
+        Two examples in three start from a group instead, so that fail-over and RFC2's admission check are
+        reached within a few steps: A↔B declared as group G1, and C↔A (filtered or not) from outside it; in the
+        `redundant` shape C↔B too, with the identical filter (RFC1, RFC2). Half take a backup of every location
+        first, so that a restore (BK2) is drawable from the first step.
         """
+        grouped = shape != "pair"
         for name in "ABC" if grouped else "AB":
             self.run("location add", self.model.add_location(name, READ_WRITE), "location", "add", name)
         expected = self.model.connect("A", "B", both=True, history="complete", filter_expr=None)
@@ -217,6 +223,17 @@ class CliVsModel(RuleBasedStateMachine):
                 *(["--filter", filter_expr] if filter_expr else []),
             ]
             self.run("topology add --both" + (" --filter" if filter_expr else ""), expected, *args)
+        if shape == "redundant":
+            expected = self.model.connect("C", "B", both=True, history="complete", filter_expr=filter_expr)
+            args = [
+                "topology",
+                "add",
+                "C",
+                "B",
+                "--both",
+                *(["--filter", filter_expr] if filter_expr else []),
+            ]
+            self.run("topology add --both (redundant)", expected, *args)
         if backed_up:
             self._backup([])
         self.compare()
@@ -334,7 +351,7 @@ class CliVsModel(RuleBasedStateMachine):
             and new in live
             and any(set(p) == {d, old} for p in self.model.current())
         ]
-        if linked and data.draw(st.booleans(), label="linked"):
+        if linked and data.draw(st.integers(0, 3), label="linked") > 0:  # mostly one FO1 allows
             name, old, new = data.draw(st.sampled_from(linked), label="fail-over")
             label = "topology failover"
         else:
