@@ -27,7 +27,7 @@ VT = dict[str, int]
 
 READ_WRITE, HUB, READ_ONLY = "read-write", "hub", "read-only"
 ACTIVE, PENDING, BLOCKED, REMOVED = "active", "pending", "blocked", "removed"
-RETIRED = "retired"
+RETIRED, RECOVERING = "retired", "recovering"
 
 # The model reads only the filters the state machine draws: `key = 'K'`.
 _KEY_FILTER = re.compile(r"^key = '([^']*)'$")
@@ -442,6 +442,8 @@ class ReferenceModel:
     def append(self, name: str, keys: list[str]) -> Outcome:
         """`log append LOC --event ...`: EM1 per event, in order."""
         loc = self.locations[name]
+        if loc.state == RECOVERING:
+            return Outcome(4, "recovering")  # DR0: nothing is appended to A while it recovers
         if loc.state == RETIRED:
             return Outcome(3, "RET1")
         if loc.role != READ_WRITE:
@@ -471,6 +473,8 @@ class ReferenceModel:
         conn = self.connections.get((src, dst))
         if conn is None or not conn.current:
             return Outcome(2, "unknown-connection")
+        if self.locations[dst].state == RECOVERING:
+            return Outcome(4, "recovering")  # DR0: nothing is written to A while it recovers
         self._pass(src, dst)
         self._retry_deletions()
         return DONE
@@ -485,8 +489,8 @@ class ReferenceModel:
         if recovery:
             activated = conn.state != ACTIVE
             conn.state = ACTIVE
-        elif conn.state == BLOCKED:
-            return False  # DR5: only recovery may use it
+        elif conn.state == BLOCKED or target.state == RECOVERING:
+            return False  # DR5: only recovery may use it; DR0: nothing is written to A while it recovers
         elif conn.state == PENDING:
             if not vt_leq(source.dvv, target.cvv):  # ADD1
                 return False
@@ -555,7 +559,7 @@ class ReferenceModel:
     def _retry_deletions(self) -> None:
         for name in sorted(self.locations):
             loc = self.locations[name]
-            if loc.pending_upto is not None:
+            if loc.pending_upto is not None and loc.state != RECOVERING:  # DR0: it waits for the end
                 self._physical(loc, loc.pending_upto)
 
     # ---- disasters and recovery (DR0–DR5) ------------------------------------------------------------
@@ -578,7 +582,7 @@ class ReferenceModel:
         survivors = {(e.origin, e.origin_time) for e in loc.events}
         lost = [e for e in stored_before if (e.origin, e.origin_time) not in survivors]
         blocked_into = any(c.target == name and c.state == BLOCKED for c in self.connections.values())
-        if not lost and not blocked_into:
+        if not lost and not blocked_into and loc.state != RECOVERING:
             return DONE  # nothing to recover
         if not lost:
             return self._finish_recovery(loc, loc.seq, accept_loss)
@@ -619,13 +623,15 @@ class ReferenceModel:
             else:
                 conn.state = BLOCKED
         loc.seq = max(loc.seq, floor)  # DR1: A never assigns again a seq or origin time it had assigned
+        # DR0, DR5: while a neighbour's events are still missing (exit 5, cli.md), A is still recovering.
+        loc.state = RECOVERING if refused and not accept_loss else ACTIVE
         return Outcome(5) if refused and not accept_loss else DONE
 
     # ---- backups (BK1, BK2) ------------------------------------------------------------------------
 
     def backup_targets(self, names: list[str]) -> list[str]:
         """`backup create [LOC...]`: the locations it backs up, in order (default every active one, BK1)."""
-        return list(dict.fromkeys(names)) or self.live()
+        return list(dict.fromkeys(names)) or [n for n in self.live() if self.locations[n].state == ACTIVE]
 
     def backup(self, name: str, backup_id: str) -> None:
         """BK1: record a backup of `name` under the id the CLI reported; taking it changes nothing at `name`."""
