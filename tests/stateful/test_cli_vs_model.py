@@ -234,6 +234,14 @@ class CliVsModel(RuleBasedStateMachine):
                 *(["--filter", filter_expr] if filter_expr else []),
             ]
             self.run("topology add --both (redundant)", expected, *args)
+            # C holds an event after A's a1 that B lacks: `replicate C B` meets RFC2's admission check.
+            self.run(
+                "log append", self.model.append("A", ["k2"]), "log", "append", "A", "--event", '{"key": "k2"}'
+            )
+            self.run("replicate SRC DST", self.model.replicate_pair("A", "C"), "replicate", "A", "C")
+            self.run(
+                "log append", self.model.append("C", ["k2"]), "log", "append", "C", "--event", '{"key": "k2"}'
+            )
         if backed_up:
             self._backup([])
         self.compare()
@@ -401,7 +409,11 @@ class CliVsModel(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.model.current()))
     @rule(data=st.data())
     def replicate_pair(self, data: st.DataObject) -> None:
-        src, dst = data.draw(st.sampled_from(self.current_pairs()), label="connection")
+        into_group = [p for p in self.current_pairs() if self.model.admission(*p)]
+        if into_group and data.draw(st.booleans(), label="into a group from outside"):  # reach RFC2's check
+            src, dst = data.draw(st.sampled_from(into_group), label="connection")
+        else:
+            src, dst = data.draw(st.sampled_from(self.current_pairs()), label="connection")
         others_pending = any(x.pending_upto is not None for n, x in self.model.locations.items() if n != src)
         if others_pending and "pair-retry" in AVOID:
             return
