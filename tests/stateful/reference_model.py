@@ -9,11 +9,15 @@ or an invalid request, the error code (a rule id, or the short name cli.md uses)
 Where rules.md leaves a choice to the implementation, the model takes the product's documented choice and says
 so where it does: the seq a replicated event gets (`seq' = Y.seq + (seq − progress)`, which keeps X's order
 and allows gaps, M4), the order of the passes of `replicate` (sorted connections, round after round until a
-round changes nothing), and the history mode `none` merging into DVV as well as CVV (as `current` does, ADD3).
+round changes nothing), the history mode `none` merging into DVV as well as CVV (as `current` does, ADD3), which
+of several violations a refused topology change names (placement ones, F1/RFC1, by sorted filtered pair, before
+RFC2's), a location being a member of one group at most, fail-over's new connections starting in the `complete`
+mode, and a restore keeping a logical deletion asked for since the backup (BK2 names only DVV and deleted_upto).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -23,7 +27,7 @@ VT = dict[str, int]
 
 READ_WRITE, HUB, READ_ONLY = "read-write", "hub", "read-only"
 ACTIVE, PENDING, BLOCKED, REMOVED = "active", "pending", "blocked", "removed"
-RETIRED = "retired"
+RETIRED, RECOVERING = "retired", "recovering"
 
 # The model reads only the filters the state machine draws: `key = 'K'`.
 _KEY_FILTER = re.compile(r"^key = '([^']*)'$")
@@ -94,6 +98,21 @@ class Location:
     logical_deleted_upto: int = 0
     pending_upto: int | None = None  # DEL4: the pending physical deletion target
     events: list[Event] = field(default_factory=list)
+    baseline: VT = field(default_factory=dict)  # ADD3 / DR5 merges without events (I3); the catalog keeps it
+
+
+@dataclass(frozen=True)
+class Backup:
+    """BK1: A's stored events and metadata as of one catalog version."""
+
+    id: str
+    location: str
+    events: tuple[Event, ...]
+    seq: int
+    cvv: VT
+    dvv: VT
+    deleted_upto: int
+    logical_deleted_upto: int
 
 
 @dataclass
@@ -134,6 +153,9 @@ class ReferenceModel:
         self.edges: set[tuple[str, str]] = set()  # H2: every connection ever added
         self.filtered: set[tuple[str, str]] = set()  # H3: every connection ever filtered
         self.pruned: set[str] = set()  # RET2: ids left out of every vt
+        self.groups: dict[str, set[str]] = {}  # RFC1: declared application groups
+        self.backups: list[Backup] = []  # BK1, oldest first
+        self.blocks = 0  # passes RFC2's admission check held back (REP1 (3)), for the statistics
 
     # ---- queries ---------------------------------------------------------------------------------------
 
@@ -156,11 +178,77 @@ class ReferenceModel:
                 graph.add_edge(s, t, filtered=was or (s, t) in filtered)
         return graph
 
-    def f1_holds(self, edges: set[tuple[str, str]], filtered: set[tuple[str, str]]) -> bool:
-        """F1/F2: every ever-filtered edge of U(H) is a bridge (no groups are declared by the test)."""
-        graph = self.undirected(edges, filtered)
+    def node(self, name: str) -> str:
+        """RFC1: the node of U(H) contracted by the declared groups that stands for a location."""
+        group = next((g for g, members in sorted(self.groups.items()) if name in members), None)
+        return f"group {group}" if group is not None else name
+
+    def contracted(self, edges: set[tuple[str, str]], groups: dict[str, set[str]]) -> nx.Graph:
+        """H2/H4 with RFC1: U(H) over the non-retired locations, each declared group contracted to one node."""
+        saved, self.groups = self.groups, groups
+        try:
+            live = set(self.live())
+            graph = nx.Graph()
+            graph.add_nodes_from(self.node(n) for n in live)
+            for s, t in edges:
+                if s in live and t in live and self.node(s) != self.node(t):
+                    graph.add_edge(self.node(s), self.node(t))
+            return graph
+        finally:
+            self.groups = saved
+
+    def violation(
+        self,
+        edges: set[tuple[str, str]],
+        filtered: set[tuple[str, str]],
+        filters: dict[tuple[str, str], str | None],
+        groups: dict[str, set[str]],
+        *,
+        placement: bool = True,
+    ) -> str | None:
+        """F2 on a history: the first of F1/RFC1 (every ever-filtered edge a bridge of the contracted U(H), none
+        inside a group), then RFC2 (the current connections crossing one bridge in one direction carry one filter)."""
+        graph = self.contracted(edges, groups)
         bridges = {frozenset(b) for b in nx.bridges(graph)}
-        return all(frozenset((s, t)) in bridges for s, t, d in graph.edges(data=True) if d["filtered"])
+        saved, self.groups = self.groups, groups
+        try:
+            live = set(self.live())
+            if placement:
+                seen: set[frozenset[str]] = set()
+                for s, t in sorted(filtered):
+                    if s not in live or t not in live or frozenset((s, t)) in seen:
+                        continue
+                    seen.add(frozenset((s, t)))
+                    if self.node(s) == self.node(t):
+                        return "RFC1"
+                    if frozenset((self.node(s), self.node(t))) not in bridges:
+                        return "F1"
+            crossing: dict[tuple[str, str], set[str | None]] = {}
+            for (s, t), expr in filters.items():
+                a, b = self.node(s), self.node(t)
+                if a != b and frozenset((a, b)) in bridges:
+                    crossing.setdefault((a, b), set()).add(expr)
+            return "RFC2" if any(len(exprs) > 1 for exprs in crossing.values()) else None
+        finally:
+            self.groups = saved
+
+    def current_filters(self) -> dict[tuple[str, str], str | None]:
+        """The filter of every current connection (RFC2 compares them)."""
+        return {k: c.filter for k, c in self.connections.items() if c.current}
+
+    def admission(self, src: str, dst: str) -> set[str]:
+        """RFC2: P of src→dst: into a group member from outside it, every location on dst's side of the bridge."""
+        into, out_of = self.node(dst), self.node(src)
+        if not into.startswith("group ") or into == out_of:
+            return set()
+        graph = self.contracted(self.edges, self.groups)
+        if not graph.has_edge(into, out_of):
+            return set()
+        graph.remove_edge(into, out_of)
+        side = nx.node_connected_component(graph, into)
+        if out_of in side:
+            return set()  # the edge lies on a cycle: it has no side
+        return {n for n in self.live() if self.node(n) in side}
 
     def neighbours(self, name: str) -> list[str]:
         """A's neighbours in U(H)."""
@@ -187,9 +275,15 @@ class ReferenceModel:
             return Outcome(3, "ROLE1")
         edges = self.edges | set(pairs)
         filtered = self.filtered | (set(pairs) if filter_expr else set())
-        if not self.f1_holds(edges, filtered):  # F2: a reconnect is checked too
-            return Outcome(3, "F1")
+        filters = self.current_filters() | dict.fromkeys(pairs, filter_expr)
+        refusal = self.violation(edges, filtered, filters, self.groups)  # F2: a reconnect is checked too
+        if refusal:
+            return Outcome(3, refusal)
         self.edges, self.filtered = edges, filtered
+        self._add_connections(pairs, history, filter_expr)
+        return DONE
+
+    def _add_connections(self, pairs: list[tuple[str, str]], history: str, filter_expr: str | None) -> None:
         for s, t in pairs:  # ADD3: --both applies MODE to both directions, in this order
             source, target = self.locations[s], self.locations[t]
             if history == "current":
@@ -205,7 +299,6 @@ class ReferenceModel:
                 (s, t) in self.filtered,
                 history,
             )
-        return DONE
 
     @staticmethod
     def _foreign(vector: VT, of: VT) -> VT:
@@ -214,6 +307,7 @@ class ReferenceModel:
 
     @staticmethod
     def _merge_baseline(target: Location, baseline: VT) -> None:
+        target.baseline = vt_join(target.baseline, baseline)
         target.cvv = vt_join(target.cvv, baseline)
         target.dvv = vt_join(target.dvv, baseline)
 
@@ -228,17 +322,100 @@ class ReferenceModel:
         return DONE
 
     def set_filter(self, src: str, dst: str, filter_expr: str | None) -> Outcome:
-        """`topology filter SRC DST --set EXPR | --clear`; setting is checked by F1 (F2), clearing never."""
-        conn = self.connections.get((src, dst))
-        if conn is None or not conn.current:
+        """`topology filter SRC DST --set EXPR | --clear`; SRC or DST may name a group (cli.md, RFC2).
+
+        Every current connection between the two sides changes in one step; setting is checked by F1, RFC1 and
+        RFC2 (F2), clearing only by RFC2 (it cannot create a cycle).
+        """
+        sources, targets = self._side(src), self._side(dst)
+        pairs = [p for p in self.current() if p[0] in sources and p[1] in targets]
+        if not pairs:
             return Outcome(2, "unknown-connection")
-        if filter_expr is not None:
-            filtered = self.filtered | {(src, dst)}
-            if not self.f1_holds(self.edges, filtered):
-                return Outcome(3, "F1")
-            self.filtered = filtered
-            conn.ever_filtered = True
-        conn.filter = filter_expr
+        filtered = self.filtered | (set(pairs) if filter_expr is not None else set())
+        filters = self.current_filters() | dict.fromkeys(pairs, filter_expr)
+        refusal = self.violation(
+            self.edges, filtered, filters, self.groups, placement=filter_expr is not None
+        )
+        if refusal:
+            return Outcome(3, refusal)
+        self.filtered = filtered
+        for p in pairs:
+            conn = self.connections[p]
+            conn.filter = filter_expr
+            conn.ever_filtered = conn.ever_filtered or filter_expr is not None
+        return DONE
+
+    def _side(self, name: str) -> set[str]:
+        """A `topology filter` endpoint: a location, or a declared group standing for its live members."""
+        if name in self.groups:
+            return self.groups[name] - {n for n, x in self.locations.items() if x.state == RETIRED}
+        return {name}
+
+    # ---- groups and fail-over (RFC1, RFC2, FO1) -------------------------------------------------------
+
+    def declare_group(self, name: str, members: list[str]) -> Outcome:
+        """`topology group NAME MEMBER...`: declare or change a group, checked like every change (F2)."""
+        wanted = set(members)
+        if any(self.locations[m].state == RETIRED for m in wanted):
+            return Outcome(3, "RET1")
+        if len(wanted) < 2:
+            return Outcome(2, "bad-group")
+        if any(g != name and wanted & others for g, others in self.groups.items()):
+            return Outcome(2, "bad-group")  # a location is a member of one group
+        groups = {**self.groups, name: wanted}
+        refusal = self.violation(self.edges, self.filtered, self.current_filters(), groups)
+        if refusal:
+            return Outcome(3, refusal)
+        self.groups = groups
+        return DONE
+
+    def remove_group(self, name: str) -> Outcome:
+        """`topology group NAME --remove`: refused while redundant filtered connections still need it (F2)."""
+        if name not in self.groups:
+            return Outcome(2, "unknown-group")
+        groups = {g: m for g, m in self.groups.items() if g != name}
+        refusal = self.violation(self.edges, self.filtered, self.current_filters(), groups)
+        if refusal:
+            return Outcome(3, refusal)
+        self.groups = groups
+        return DONE
+
+    def _failover_refusal(self, name: str, old: str, new: str) -> Outcome | None:
+        """FO1's preconditions: live names, OLD and NEW in one group, D outside it and linked to OLD."""
+        if any(self.locations[n].state == RETIRED for n in (name, old, new)):
+            return Outcome(3, "RET1")
+        if len({name, old, new}) < 3:
+            return Outcome(3, "FO1")
+        group = next((g for g, m in sorted(self.groups.items()) if old in m and new in m), None)
+        if group is None or name in self.groups[group]:
+            return Outcome(3, "FO1")  # not one group's redundant members, or D is inside the group
+        if not any(set(p) == {name, old} for p in self.current()):
+            return Outcome(2, "unknown-connection")
+        return None
+
+    def failover(self, name: str, old: str, new: str) -> Outcome:
+        """`topology failover D --from A --to B` (FO1): D's connections with A become the same ones with B."""
+        refused = self._failover_refusal(name, old, new)
+        if refused:
+            return refused
+        moved = [p for p in self.current() if set(p) == {name, old}]
+        swap = {p: (new if p[0] == old else p[0], new if p[1] == old else p[1]) for p in moved}
+        if any(self.locations[s].role == READ_ONLY for s, _ in swap.values()):
+            return Outcome(3, "ROLE1")
+        added = [p for p in moved if swap[p] not in self.current()]  # already redundant: it stays
+        edges = self.edges | {swap[p] for p in added}
+        filtered = self.filtered | {swap[p] for p in added if self.connections[p].filter is not None}
+        filters = {k: v for k, v in self.current_filters().items() if k not in moved}
+        filters |= {swap[p]: self.connections[p].filter for p in added}
+        refusal = self.violation(edges, filtered, filters, self.groups)
+        if refusal:
+            return Outcome(3, refusal)
+        self.edges, self.filtered = edges, filtered
+        old_filters = {p: self.connections[p].filter for p in moved}
+        for p in moved:
+            self.connections[p].state = REMOVED
+        for p in added:  # the identical filter; a new connection, so ADD1 decides whether it starts now
+            self._add_connections([swap[p]], "complete", old_filters[p])
         return DONE
 
     def retire(self, name: str, *, prune: bool) -> Outcome:
@@ -265,6 +442,8 @@ class ReferenceModel:
     def append(self, name: str, keys: list[str]) -> Outcome:
         """`log append LOC --event ...`: EM1 per event, in order."""
         loc = self.locations[name]
+        if loc.state == RECOVERING:
+            return Outcome(4, "recovering")  # DR0: nothing is appended to A while it recovers
         if loc.state == RETIRED:
             return Outcome(3, "RET1")
         if loc.role != READ_WRITE:
@@ -294,6 +473,8 @@ class ReferenceModel:
         conn = self.connections.get((src, dst))
         if conn is None or not conn.current:
             return Outcome(2, "unknown-connection")
+        if self.locations[dst].state == RECOVERING:
+            return Outcome(4, "recovering")  # DR0: nothing is written to A while it recovers
         self._pass(src, dst)
         self._retry_deletions()
         return DONE
@@ -308,20 +489,26 @@ class ReferenceModel:
         if recovery:
             activated = conn.state != ACTIVE
             conn.state = ACTIVE
-        elif conn.state == BLOCKED:
-            return False  # DR5: only recovery may use it
+        elif conn.state == BLOCKED or target.state == RECOVERING:
+            return False  # DR5: only recovery may use it; DR0: nothing is written to A while it recovers
         elif conn.state == PENDING:
             if not vt_leq(source.dvv, target.cvv):  # ADD1
                 return False
             conn.state, activated = ACTIVE, True
         filter_expr = recovery_filter if recovery else conn.filter
+        projection = self.admission(src, dst)  # RFC2; event recovery is ordinary replication too (DR4)
         start, base, last, written = conn.progress, target.seq, conn.progress, 0
         for event in [e for e in source.events if e.seq > start]:
-            last = event.seq
             if covers(target.cvv, event):  # REP1 (1), CF1 through the identity (RET4)
+                last = event.seq
                 continue
             if not passes(filter_expr, event, or_origin=dst if recovery and filter_expr else None):
+                last = event.seq
                 continue  # REP1 (2)
+            if not vt_leq({k: v for k, v in event.vt.items() if k in projection}, target.cvv):
+                self.blocks += 1
+                break  # REP1 (3): blocked; progress stays before it (REP2)
+            last = event.seq
             copy = Event(
                 base + (event.seq - start), event.origin, event.origin_time, dict(event.vt), event.key
             )
@@ -372,7 +559,7 @@ class ReferenceModel:
     def _retry_deletions(self) -> None:
         for name in sorted(self.locations):
             loc = self.locations[name]
-            if loc.pending_upto is not None:
+            if loc.pending_upto is not None and loc.state != RECOVERING:  # DR0: it waits for the end
                 self._physical(loc, loc.pending_upto)
 
     # ---- disasters and recovery (DR0–DR5) ------------------------------------------------------------
@@ -395,27 +582,38 @@ class ReferenceModel:
         survivors = {(e.origin, e.origin_time) for e in loc.events}
         lost = [e for e in stored_before if (e.origin, e.origin_time) not in survivors]
         blocked_into = any(c.target == name and c.state == BLOCKED for c in self.connections.values())
-        if not lost and not blocked_into:
+        if not lost and not blocked_into and loc.state != RECOVERING:
             return DONE  # nothing to recover
-        if lost:
-            last_survivor = max([loc.deleted_upto, *(e.seq for e in loc.events)])
-            # DR1: CVV from the survivors ⊔ DVV (the baselines are in DVV); CVV-A[A] is not raised here.
-            loc.cvv = vt_join(loc.dvv, *(e.stamp for e in loc.events))
-            floor = max(
-                [loc.seq if recorded_floor else 0, loc.cvv.get(name, 0)]
-                + [x.cvv.get(name, 0) for x in self.locations.values()]
-            )
-            # DR2: every reader of A, current or removed, back to the last survivor; A's sources back to 0.
-            for conn in self.connections.values():
-                if conn.source == name:
-                    conn.progress = min(conn.progress, last_survivor)
-                elif conn.target == name:
-                    conn.progress = 0
-            # DR1, M4: numbering goes on after T, so event recovery assigns no seq A assigned before the loss
-            # (a deletion requested before it never reaches an event written after it).
-            loc.seq = max(last_survivor, floor)
-        else:
-            floor = loc.seq
+        if not lost:
+            return self._finish_recovery(loc, loc.seq, accept_loss)
+        last_survivor = max([loc.deleted_upto, *(e.seq for e in loc.events)])
+        return self._recover_from(loc, last_survivor, accept_loss, recorded_floor=recorded_floor)
+
+    def _recover_from(
+        self, loc: Location, last_survivor: int, accept_loss: bool, *, recorded_floor: bool
+    ) -> Outcome:
+        """DR1, DR2 on the surviving state (a drill's survivors or a backup, BK2), then event recovery."""
+        name = loc.name
+        # DR1: CVV from the survivors ⊔ DVV ⊔ the baselines (I3); CVV-A[A] is not raised here.
+        loc.cvv = vt_join(loc.dvv, loc.baseline, *(e.stamp for e in loc.events))
+        floor = max(
+            [loc.seq if recorded_floor else 0, loc.cvv.get(name, 0)]
+            + [x.cvv.get(name, 0) for x in self.locations.values() if x.name != name]
+        )
+        # DR2: every reader of A, current or removed, back to the last survivor; A's sources back to 0.
+        for conn in self.connections.values():
+            if conn.source == name:
+                conn.progress = min(conn.progress, last_survivor)
+            elif conn.target == name:
+                conn.progress = 0
+        # DR1, M4: numbering goes on after T, so event recovery assigns no seq A assigned before the loss
+        # (a deletion requested before it never reaches an event written after it).
+        loc.seq = max(last_survivor, floor)
+        return self._finish_recovery(loc, floor, accept_loss)
+
+    def _finish_recovery(self, loc: Location, floor: int, accept_loss: bool) -> Outcome:
+        """DR3–DR5: event recovery in rounds, then the neighbours that could not serve are blocked or accepted."""
+        name = loc.name
         refused = self._event_recovery(name)
         for source in refused:  # DR5
             conn = self.connections[(source, name)]
@@ -425,7 +623,48 @@ class ReferenceModel:
             else:
                 conn.state = BLOCKED
         loc.seq = max(loc.seq, floor)  # DR1: A never assigns again a seq or origin time it had assigned
+        # DR0, DR5: while a neighbour's events are still missing (exit 5, cli.md), A is still recovering.
+        loc.state = RECOVERING if refused and not accept_loss else ACTIVE
         return Outcome(5) if refused and not accept_loss else DONE
+
+    # ---- backups (BK1, BK2) ------------------------------------------------------------------------
+
+    def backup_targets(self, names: list[str]) -> list[str]:
+        """`backup create [LOC...]`: the locations it backs up, in order (default every active one, BK1)."""
+        return list(dict.fromkeys(names)) or [n for n in self.live() if self.locations[n].state == ACTIVE]
+
+    def backup(self, name: str, backup_id: str) -> None:
+        """BK1: record a backup of `name` under the id the CLI reported; taking it changes nothing at `name`."""
+        loc = self.locations[name]
+        self.backups.append(
+            Backup(
+                backup_id,
+                name,
+                tuple(copy.deepcopy(loc.events)),
+                loc.seq,
+                dict(loc.cvv),
+                dict(loc.dvv),
+                loc.deleted_upto,
+                loc.logical_deleted_upto,
+            )
+        )
+
+    def latest_backup(self, name: str) -> Backup | None:
+        """BK3's `newest backup` of a location, the one `--from-backup latest` names."""
+        return next((b for b in reversed(self.backups) if b.location == name), None)
+
+    def restore(self, name: str, backup_id: str, *, accept_loss: bool) -> Outcome:
+        """`recover location NAME --from-backup ID` (BK2): a DR0 whose surviving state is the backup."""
+        backup = next(b for b in self.backups if b.id == backup_id)
+        if backup.location != name:
+            return Outcome(3, "BK2")  # a backup of another location is refused
+        loc = self.locations[name]
+        loc.events = copy.deepcopy(list(backup.events))
+        loc.dvv = dict(backup.dvv)
+        loc.deleted_upto = backup.deleted_upto
+        loc.logical_deleted_upto = max(loc.logical_deleted_upto, backup.logical_deleted_upto)
+        last_survivor = max([backup.deleted_upto, *(e.seq for e in backup.events)])
+        return self._recover_from(loc, last_survivor, accept_loss, recorded_floor=True)
 
     def _event_recovery(self, name: str) -> list[str]:
         """DR3 (eligible sources), DR4 (rounds); returns the neighbours that could not serve (DR5)."""
