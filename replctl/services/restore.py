@@ -17,7 +17,7 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
 from replctl.core.backups import BackupSegment, Manifest
-from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.localfiles import digest
 from replctl.services import backups as backup_service
@@ -48,8 +48,8 @@ def restore(
         around = dr.neighbours(load_state(tx), name)
     manifest = backup_service.find(backups, ref, name)
     if manifest.location != name:
-        raise InvalidInput(
-            f"backup {manifest.id} is a backup of {manifest.location}, not of {name} (BK2)",
+        raise Refused(
+            f"refused [BK2]: backup {manifest.id} is a backup of {manifest.location}, not of {name}",
             code="BK2",
             hint=f"replctl backup list {name}",
         )

@@ -77,16 +77,22 @@ def test_without_the_backup_the_same_recovery_leaves_a_blocked(rc: Replctl) -> N
     assert rc.keys("B") == []
 
 
-def test_restoring_a_location_from_another_locations_backup_exits_2_and_changes_nothing(rc: Replctl) -> None:
-    # (c) BK2: a backup of another location is refused.
+def test_restoring_a_location_from_another_locations_backup_is_refused_and_changes_nothing(
+    rc: Replctl,
+) -> None:
+    # (c) BK2: a backup of another location is refused (a rule: exit 3). Found by the differential test,
+    # which took it as a refusal where the CLI had exited 2.
     two_locations(rc)
     rc.append("A", "a1")
     rc("replicate")
     made = rc.json("backup", "create", "A")["backups"]
     before = rc.snapshot()
-    out = rc.json("recover", "location", "B", "--from-backup", made[0]["id"], expect=2)
-    assert out["error"]["code"] == "BK2"
-    assert out["error"]["message"] == f"backup {made[0]['id']} is a backup of A, not of B (BK2)"
+    out = rc.json("recover", "location", "B", "--from-backup", made[0]["id"], expect=3)
+    assert out["error"] == {
+        "code": "BK2",
+        "message": f"refused [BK2]: backup {made[0]['id']} is a backup of A, not of B",
+        "hint": "replctl backup list B",
+    }
     missing = rc.json("recover", "location", "B", "--from-backup", "latest", expect=6)
     assert missing["error"]["code"] == "backup-missing"
     assert rc.snapshot() == before and rc.keys("B") == ["a1"]
