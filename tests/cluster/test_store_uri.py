@@ -46,8 +46,8 @@ def test_a_store_given_as_a_file_uri_holds_the_same_logs_as_a_plain_path(
 ) -> None:
     _, folder, outcome = uri_story
     assert outcome == local_story
-    # The segments are in the named folder itself, not in a folder named after the encoded URI.
-    assert sorted(p.name for p in folder.iterdir()) == ["A", "B"]
+    # The segments (and the store marker) are in the named folder itself, not in one named after the encoded URI.
+    assert sorted(p.name for p in folder.iterdir()) == ["A", "B", "replctl-store.json"]
     assert not list((folder.parent / "first%20store").rglob("seg-*"))
 
 
