@@ -204,6 +204,7 @@ def prune(
             backups.check_location(app.catalog(), location)
         # `app.previewing`: the dry run shown before the confirmation question (cli.confirm) removes nothing.
         return backups.prune(
+            app.catalog(),
             app.backups(),
             location,
             keep_last=keep_last,

@@ -22,13 +22,13 @@ from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
-from replctl.errors import EnvironmentFailure, InvalidInput, Refused
+from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_damaged
 from replctl.services.engine import Engine
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
-from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.topology import load_state
 
 # Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
@@ -66,7 +66,9 @@ def _one(
         command="backup create",
         args={"location": name},
         reason=reason,
-        resources=[location_resource(name)],
+        # The location's lease only while the catalog is read (BK1, released in `_read`); the backups' lease
+        # throughout, so that no prune removes a file this backup reuses before its manifest names it.
+        resources=[location_resource(name), backup_resource(name)],
         dry_run=dry_run,
         body=body,
     )
@@ -129,9 +131,45 @@ def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifes
     return {**manifest.summary(), **fresh}
 
 
+# How many times a backup reads the catalog again when the live log changed under its copy (a compaction or
+# deletion at the location removed a segment file it was copying, BK1); each attempt keeps the copies made.
+_ATTEMPTS = 3
+
+
 def _backup(
     ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
 ) -> dict[str, Any]:
+    for _attempt in range(_ATTEMPTS):
+        loc, segments, version = _read(ctx, store, name)
+        planned = _plan(store, backups, name, segments)
+        if ctx.dry_run:
+            return _summary(loc, planned, None)
+        try:
+            done = _copy(store, backups, planned)
+        except EnvironmentFailure:
+            if not _vanished(ctx, name, planned):
+                raise
+            continue  # a segment went from the live log while it was copied: read the catalog again
+        manifest = _manifest(loc, version, done, reason)
+        backups.put_manifest(manifest)
+        with ctx.transaction() as tx:
+            ctx.step(
+                tx, "backup", {"id": manifest.id, "segments": len(done), "reused": manifest.segments_reused}
+            )
+        return _summary(loc, done, manifest)
+    raise LockHeld(
+        f"{name}'s log changed under each of {_ATTEMPTS} attempts to back it up (compactions or deletions "
+        "removed segments while they were copied); no backup was listed",
+        code="busy",
+        hint=f"run it again when {name} is quieter: replctl backup create {name}",
+    )
+
+
+def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, list[Segment], int]:
+    """A's row, segments and the catalog version, read holding A's lease, which is given back right after
+    (BK1): appends and replication into A go on while its segments are copied, since segments are immutable."""
+    resource = location_resource(name)
+    ctx.lease(resource)  # held already on the first attempt; taken again on a later one
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
@@ -140,9 +178,12 @@ def _backup(
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
     # DR0: a backup of a damaged log would hold fewer events than its manifest says it does.
     refuse_damaged(store, name, segments)
-    planned = _plan(store, backups, name, segments)
-    if ctx.dry_run:
-        return _summary(loc, planned, None)
+    ctx.release(resource)
+    return loc, segments, version
+
+
+def _copy(store: LogStore, backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
+    """Copy what the plan says into the backup store; each planned segment with its copy's bytes and digest."""
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
@@ -156,36 +197,52 @@ def _backup(
         # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
         copying = sum(1 for p in planned if p.source == COPY)
         results = pool.map(copy, planned) if copying > 1 else map(copy, planned)
-        held: list[bk.BackupSegment] = []
         done: list[_PlannedSegment] = []
         for p, (size, sha) in zip(planned, results, strict=True):
-            seg = p.segment
             done.append(replace(p, bytes=size, digest=sha))
-            held.append(bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, size, sha))
             hit("backup.after-copy")
+    return done
+
+
+def _vanished(ctx: OperationContext, name: str, planned: list[_PlannedSegment]) -> bool:
+    """Whether a segment the backup was copying is no longer A's (a compaction or deletion committed since)."""
+    with ctx.catalog.transaction(readonly=True) as tx:
+        now = {s.path for s in tx.segments(name)}
+    return any(p.segment.path not in now for p in planned if p.source == COPY)
+
+
+def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: str | None) -> bk.Manifest:
+    """BK1's manifest of the copies in `done`, as of catalog `version`."""
     # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
     now = datetime.now(UTC)
-    manifest = bk.Manifest(
-        id=bk.backup_id(name, now, uuid.uuid4().hex[:6]),
-        location=name,
+    return bk.Manifest(
+        id=bk.backup_id(loc.name, now, uuid.uuid4().hex[:6]),
+        location=loc.name,
         catalog_version=version,
         seq=loc.seq,
         cvv=loc.cvv,
         dvv=loc.dvv,
         deleted_upto=loc.deleted_upto,
         logical_deleted_upto=loc.logical_deleted_upto,
-        segments=tuple(held),
+        segments=tuple(
+            bk.BackupSegment(
+                p.segment.path,
+                p.segment.seq_lo,
+                p.segment.seq_hi,
+                p.segment.count,
+                p.segment.vt_lub,
+                p.bytes,
+                p.digest or "",
+            )
+            for p in done
+        ),
         replctl_version=__version__,
         created_at=now.isoformat(),
         who=_who(),
         reason=reason,
-        segments_reused=sum(1 for p in planned if p.source == REUSED),
+        segments_reused=sum(1 for p in done if p.source == REUSED),
         baseline=loc.baseline,
     )
-    backups.put_manifest(manifest)
-    with ctx.transaction() as tx:
-        ctx.step(tx, "backup", {"id": manifest.id, "segments": len(held), "reused": manifest.segments_reused})
-    return _summary(loc, done, manifest)
 
 
 def _held(backups: BackupStore, path: str) -> tuple[int, str]:
@@ -305,6 +362,7 @@ def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
 
 
 def prune(
+    catalog: Catalog,
     backups: BackupStore,
     location: str | None,
     *,
@@ -313,29 +371,52 @@ def prune(
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """`backup prune [LOC] (--keep-last N | --older-than DURATION)`: manifests first, then the files only they
-    named, so a crash in between leaves unreferenced files, never a backup missing one."""
+    named, so a crash in between leaves unreferenced files, never a backup missing one.
+
+    One journalled operation holding the backups' lease of every location it may touch (BK1): a backup being
+    made reuses files that only its earlier manifests name until its own manifest is written, and a restore
+    reads its backup's files; neither may lose one to a prune meanwhile."""
     if (keep_last is None) == (older_than is None):
         raise InvalidInput("give exactly one of --keep-last N or --older-than DURATION", code="usage")
     if keep_last is not None and keep_last < 0:
         raise InvalidInput(f"--keep-last takes N ≥ 0, got {keep_last}", code="bad-number")
-    decision = bk.prune(
-        backups.manifests(),
-        location=location,
-        keep_last=keep_last,
-        older_than=parse_age(older_than) if older_than is not None else None,
-        now=datetime.now(UTC),
+    age = parse_age(older_than) if older_than is not None else None
+    touched = sorted({m.location for m in backups.manifests() if location in (None, m.location)})
+
+    def body(ctx: OperationContext) -> dict[str, Any]:
+        # Read again under the leases: what was listed before them may have changed.
+        decision = bk.prune(
+            [m for m in backups.manifests() if m.location in touched],
+            location=location,
+            keep_last=keep_last,
+            older_than=age,
+            now=datetime.now(UTC),
+        )
+        if not ctx.dry_run:
+            for m in decision.removed:
+                backups.remove_manifest(m.id)
+            for path in decision.files:
+                backups.remove_segment(path)
+            with ctx.transaction() as tx:
+                ctx.step(
+                    tx, "prune", {"removed": [m.id for m in decision.removed], "files": len(decision.files)}
+                )
+        return {
+            "dry_run": ctx.dry_run,
+            "removed": [m.id for m in decision.removed],
+            "kept": [m.id for m in decision.kept],
+            "files_removed": list(decision.files),
+        }
+
+    return operation(
+        catalog,
+        command="backup prune",
+        args={"location": location, "keep_last": keep_last, "older_than": older_than},
+        reason=None,
+        resources=[backup_resource(n) for n in touched],
+        dry_run=dry_run,
+        body=body,
     )
-    if not dry_run:
-        for m in decision.removed:
-            backups.remove_manifest(m.id)
-        for path in decision.files:
-            backups.remove_segment(path)
-    return {
-        "dry_run": dry_run,
-        "removed": [m.id for m in decision.removed],
-        "kept": [m.id for m in decision.kept],
-        "files_removed": list(decision.files),
-    }
 
 
 def check_location(catalog: Catalog, name: str) -> None:

@@ -40,6 +40,12 @@ def location_resource(name: str) -> str:
     return f"location:{name}"
 
 
+def backup_resource(name: str) -> str:
+    """The lease name of a location's backups in the backup store (BK1): held while a backup of it is made,
+    restored or pruned, so that a prune never removes a file a backup being made or read still needs."""
+    return f"backups:{name}"
+
+
 TOPOLOGY = "topology"
 
 
@@ -78,6 +84,15 @@ class OperationContext:
             self.tokens[resource] = tx.acquire_lease(
                 resource, holder_name(_actor()), self.id, LEASE_TTL_SECONDS
             )
+
+    def release(self, resource: str) -> None:
+        """Give back one lease before the operation ends (BK1: a backup holds its location's lease only while
+        the catalog is read). Later transactions no longer check it; a dry run holds none."""
+        token = self.tokens.pop(resource, None)
+        if token is None:
+            return
+        with self.catalog.transaction() as tx:
+            tx.release_lease(resource, token)
 
     def step(self, tx: CatalogTransaction, name: str, detail: dict[str, Any] | None = None) -> None:
         """Journal a completed step in the same transaction as its effect."""

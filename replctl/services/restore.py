@@ -23,7 +23,7 @@ from replctl.localfiles import digest
 from replctl.services import backups as backup_service
 from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
-from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.recovery import finish_recovery
 from replctl.services.topology import load_state
 
@@ -65,7 +65,8 @@ def restore(
         command="recover location",
         args={"location": name, "from_backup": manifest.id, "accept_loss": accept_loss},
         reason=reason,
-        resources=[location_resource(n) for n in [name, *around]],
+        # The backups' lease too (BK1): no prune may remove a file of this backup while it is copied in.
+        resources=[backup_resource(name), *(location_resource(n) for n in [name, *around])],
         dry_run=dry_run,
         body=lambda ctx: _restore(ctx, engine, backups, manifest, accept_loss),
     )
