@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.adapters.logstore import LogStore
 from replctl.core.model import Location
 from replctl.core.retirement import LegacyPrune, restored_location
 from replctl.errors import EnvironmentFailure
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction
 
 LEGACY_PRUNE_COMMAND = "location retire --prune-clock"
 LEGACY_PRUNE_STEP = "prune-vectors"
