@@ -28,7 +28,7 @@ from replctl.core.jobs import (
     SegmentStats,
 )
 from replctl.core.journal import Operation, OperationStep, Outcome, PendingDeletion
-from replctl.core.model import Change, Connection, Location, Segment, SegmentFile
+from replctl.core.model import Change, Connection, Location, Segment, SegmentFile, StoreMarker
 from replctl.core.recovery import FileRead
 
 
@@ -214,7 +214,33 @@ class Catalog(Protocol):
 
 
 class LogStore(Protocol):
-    """Where the logs' segment files live (paths are relative to the store root)."""
+    """Where the logs' segment files live (paths are relative to the store root), and the marker naming the
+    catalog the store belongs to."""
+
+    @property
+    def root(self) -> str:
+        """The store's root, as messages name it."""
+        ...
+
+    def create_root(self, mode: int = 0o700) -> None:
+        """Create the root folder (local stores) if it is not there."""
+        ...
+
+    def marker_uri(self) -> str:
+        """Where the store's marker lives (for messages)."""
+        ...
+
+    def root_exists(self) -> bool:
+        """Whether the root folder exists (remote roots are taken to exist: their marker decides)."""
+        ...
+
+    def read_marker(self) -> StoreMarker | None:
+        """The store's marker, None when it has none."""
+        ...
+
+    def write_marker(self, marker: StoreMarker) -> None:
+        """Write the store's marker atomically."""
+        ...
 
     @property
     def is_local(self) -> bool:

@@ -25,7 +25,7 @@ from replctl.core.jobs import (
     SegmentStats,
     appended_stats,
 )
-from replctl.core.model import Segment, SegmentFile
+from replctl.core.model import Segment, SegmentFile, StoreMarker
 from replctl.core.recovery import FileRead
 from replctl.core.vectortime import VectorTime
 from replctl.errors import DamagedLog, InvalidInput
@@ -39,7 +39,32 @@ class FakeStore:
 
     def __init__(self) -> None:
         self.segments: dict[str, list[dict[str, Any]]] = {}
+        self.marker: StoreMarker | None = None
         self._ids = itertools.count(1)
+
+    @property
+    def root(self) -> str:
+        """A name for messages."""
+        return "memory://fake-store"
+
+    def create_root(self, mode: int = 0o700) -> None:
+        """Nothing to create."""
+
+    def marker_uri(self) -> str:
+        """Where the marker would be."""
+        return f"{self.root}/replctl-store.json"
+
+    def root_exists(self) -> bool:
+        """Always there."""
+        return True
+
+    def read_marker(self) -> StoreMarker | None:
+        """The marker written, if any."""
+        return self.marker
+
+    def write_marker(self, marker: StoreMarker) -> None:
+        """Keep the marker."""
+        self.marker = marker
 
     @property
     def is_local(self) -> bool:
