@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from replctl.core.model import Role
+from replctl.errors import Refused
 from replctl.services import compaction, deletion, logs, recovery, replication, retirement, topology
 from replctl.services.logs import AppendSource
 from replctl.services.ports import Catalog, DataPlane
@@ -223,3 +226,27 @@ def test_pruning_a_retired_clock_drops_it_from_every_vt_and_keeps_it_in_the_cvvs
     ]
     assert _log(catalog, plane, "Z") == [(1, "Z", 1, {}, "z1"), (2, "Z", 2, {}, "z2")]
     assert _state(catalog, "A")[1] == {"A": 3, "Z": 2}
+
+
+def test_pruning_is_refused_while_a_location_lacks_the_retired_clock_ret3(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B", "Z")
+    topology.add_connection(catalog, "Z", "A", both=True)
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "Z", "z1", "z2")
+    replication.replicate_one(catalog, plane, "Z", "A")
+    topology.remove_connection(catalog, "Z", "A", both=True)
+    with pytest.raises(Refused) as refused:
+        retirement.retire(catalog, plane, "Z", prune_clock=True)
+    assert (refused.value.code, refused.value.message) == (
+        "RET3",
+        "refused [RET3]: the events of Z have not finished spreading: B has Z:0, but Z:2 is held elsewhere; "
+        "Z's clock is pruned only once every remaining location has it (RET3)",
+    )
+    assert refused.value.details["lagging"] == [{"location": "B", "entry": 0, "needed": 2}]
+    # Refused before anything is recorded: Z is still active and every log keeps Z in its vts.
+    with catalog.transaction(readonly=True) as tx:
+        z = tx.location("Z")
+    assert z is not None and not z.retired
+    assert _log(catalog, plane, "A") == [(1, "Z", 1, {"Z": 1}, "z1"), (2, "Z", 2, {"Z": 2}, "z2")]
