@@ -263,6 +263,10 @@ class LogStore(Protocol):
         """Remove a segment (a file or a folder of files) at `relative`; nothing there is not an error."""
         ...
 
+    def identity_extent(self, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per origin of `origins`, the smallest and largest origin_time stored in one segment (M3, RET4)."""
+        ...
+
     def list_segment_dirs(self, location: str) -> list[str]:
         """The relative paths of every segment stored for `location` (catalogued or not)."""
         ...

@@ -87,6 +87,15 @@ class FakeStore:
         """Drop the segment at `relative`; nothing there is not an error (as the real store)."""
         self.segments.pop(relative, None)
 
+    def identity_extent(self, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per origin of `origins`, the smallest and largest origin_time in the segment."""
+        found: dict[str, tuple[int, int]] = {}
+        for e in self.segments.get(segment.path, []):
+            if e["origin"] in origins:
+                lo, hi = found.get(e["origin"], (e["origin_time"], e["origin_time"]))
+                found[e["origin"]] = (min(lo, e["origin_time"]), max(hi, e["origin_time"]))
+        return found
+
     def list_segment_dirs(self, location: str) -> list[str]:
         """Every segment held for `location`, catalogued or not."""
         return sorted(p for p in self.segments if p.startswith(f"{location}/"))

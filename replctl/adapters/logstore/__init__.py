@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from replctl.core.model import StoreMarker
+from replctl.core.model import Segment, StoreMarker
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import make_folders
 
@@ -153,6 +153,13 @@ class LogStore:
         from replctl.adapters.logstore.marker import write_marker
 
         write_marker(self, marker)
+
+    def identity_extent(self, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per origin of `origins`, the smallest and largest origin_time stored in one local segment
+        (`logstore.reader.identity_extent`)."""
+        from replctl.adapters.logstore.reader import identity_extent
+
+        return identity_extent(self, segment, origins)
 
     def list_segment_dirs(self, location: str) -> list[str]:
         """Relative paths of every segment directory of `location` in name (first seq) order.
