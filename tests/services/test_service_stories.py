@@ -250,3 +250,31 @@ def test_pruning_is_refused_while_a_location_lacks_the_retired_clock_ret3(
         z = tx.location("Z")
     assert z is not None and not z.retired
     assert _log(catalog, plane, "A") == [(1, "Z", 1, {"Z": 1}, "z1"), (2, "Z", 2, {"Z": 2}, "z2")]
+
+
+def test_a_location_added_after_a_deletion_waits_until_it_can_miss_nothing_add1(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B", "C")
+    topology.add_connection(catalog, "A", "B", both=True)
+    topology.add_connection(catalog, "B", "C", both=True)
+    _append(catalog, plane, "A", "e1", "e2", "e3")
+    replication.replicate_one(catalog, plane, "A", "B")  # B has e1..e3, C not yet
+    deletion.delete(catalog, plane, "A", upto=2)  # allowed: A's only target B has them
+    _locations(catalog, "D")
+    topology.add_connection(catalog, "A", "D", both=True)
+    topology.add_connection(catalog, "C", "D", both=True)
+    with catalog.transaction(readonly=True) as tx:
+        states = {c.key: c.state.value for c in tx.connections()}
+    # ADD1: A deleted e1, e2, which D lacks: A→D waits while D may still get them through C.
+    assert (states[("A", "D")], states[("D", "A")], states[("C", "D")]) == ("pending", "active", "active")
+    replication.replicate_all(catalog, plane)
+    with catalog.transaction(readonly=True) as tx:
+        assert {c.key: c.state.value for c in tx.connections()}[("A", "D")] == "active"
+    for name in "BCD":
+        assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, name)] == [
+            ("A", 1, "e1"),
+            ("A", 2, "e2"),
+            ("A", 3, "e3"),
+        ], name
+    assert _log(catalog, plane, "A") == [(3, "A", 3, {"A": 3}, "e3")]
