@@ -2,7 +2,7 @@
 
 The option starts one engine (`replctl engine start`) under a home of its own for the run and stops it at the
 end; `Replctl` then gives no Spark master, so each command finds the engine itself, as an operator's would
-(`services.engine.choose_spark`). Without the option the tests run on the shared local session. The slow pass
+(`adapters.dataplane.choose_spark`). Without the option the tests run on the shared local session. The slow pass
 runs the scenario and CLI tests once more this way: their assertions on exact logs then hold on both.
 """
 

@@ -150,8 +150,8 @@ def verify(
     I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
     def action(app: AppContext) -> Any:
+        from replctl.adapters.dataplane import Engine
         from replctl.services import backups
-        from replctl.services.engine import Engine
 
         store = app.backups()
         return backups.verify(store, list(ids or []), Engine(store.segment_store(), app.settings))

@@ -12,9 +12,9 @@ from replctl.config import Settings
 if TYPE_CHECKING:
     from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.catalog.repository import Catalog
+    from replctl.adapters.dataplane import Engine
     from replctl.adapters.logstore import LogStore
     from replctl.core.backups import Manifest
-    from replctl.services.engine import Engine
     from replctl.services.plans import AppliedPlan, Plan
 
 
@@ -101,7 +101,7 @@ class AppContext:
         The store is checked against the catalog first (`services.store_identity`): a missing store or another
         catalog's exits 6 before anything reads it as a log.
         """
-        from replctl.services.engine import Engine
+        from replctl.adapters.dataplane import Engine
         from replctl.services.store_identity import check_store
 
         if self._engine is None:

@@ -135,8 +135,8 @@ def config_show(ctx: typer.Context) -> None:
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
             for name, value in values.items()
         }
+        from replctl.adapters.dataplane import choose_spark
         from replctl.errors import EnvironmentFailure
-        from replctl.services.engine import choose_spark
 
         # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
         try:

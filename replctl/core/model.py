@@ -6,6 +6,7 @@ All are frozen dataclasses: the core computes new values, it never mutates a sna
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -190,3 +191,12 @@ class Violation:
     def render_cycle(self) -> str | None:
         """The cycle as operators read it: `A–B–C`."""
         return "–".join(self.cycle) if self.cycle else None
+
+
+@dataclass(frozen=True)
+class StoreMarker:
+    """What a store's marker says: the owning catalog's id and when the store was marked (a store belongs to
+    exactly one catalog, `services.store_identity`)."""
+
+    catalog_id: str
+    created_at: datetime

@@ -17,7 +17,7 @@ from typing import Any
 
 from replctl import __version__
 from replctl.adapters.backupstore import BackupStore
-from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.dataplane import Engine
 from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
@@ -25,10 +25,10 @@ from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_damaged
-from replctl.services.engine import Engine
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
+from replctl.services.ports import Catalog
 from replctl.services.topology import load_state
 
 # Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).

@@ -12,23 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore.inventory import record_files
 from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, DataPlane
 
 DEFAULT_TARGET_SIZE = 1_000_000
 
 
 def compact(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     gc: bool = False,
@@ -58,13 +56,9 @@ def compact(
             "segments_after": planned.segments_after,
         }
         if not ctx.dry_run:
-            from replctl.adapters.spark.jobs import compact as merge
-
             for run in runs:
                 out_rel = engine.store.new_segment_path(name, run[0].seq_lo)
-                stats = merge(
-                    engine.spark(),
-                    engine.store,
+                stats = engine.compact(
                     run,
                     out_rel,
                     keys=clk.vt_keys(loc.cvv),
@@ -81,7 +75,7 @@ def compact(
                         stats.count,
                         VectorTime(stats.vt_lub),
                         ctx.id,
-                        files=record_files(engine.store, out_rel),
+                        files=engine.record_files(out_rel),
                     )
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below

@@ -7,11 +7,11 @@ build on a log that lost events, and the next recovery, which trusts the catalog
 
 from __future__ import annotations
 
-from replctl.adapters.logstore import LogStore
 from replctl.core.damage import SegmentDamage, census, describe
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import DamagedLog, LockHeld
 from replctl.failpoints import hit
+from replctl.services.ports import LogStore
 
 
 def find_damage(store: LogStore, segments: list[Segment]) -> list[SegmentDamage]:

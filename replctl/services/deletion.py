@@ -11,8 +11,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore.inventory import record_files
 from replctl.core import deletion as plan
 from replctl.core.model import Location, Segment
 from replctl.core.retirement import clocks
@@ -21,9 +19,9 @@ from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.backups import DeletionGuard, check_deletion
 from replctl.services.damage import find_damage, refuse_unwritable
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, DataPlane
 
 
 def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: bool) -> None:
@@ -35,7 +33,7 @@ def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: 
 
 def delete_in(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     requested_upto: int,
     *,
@@ -144,7 +142,7 @@ def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) ->
 
 
 def _decide_cut(
-    engine: Engine,
+    engine: DataPlane,
     loc: Location,
     targets: list[plan.Target],
     segments: list[Segment],
@@ -166,12 +164,8 @@ def _decide_cut(
     unclear = plan.targets_to_scan(targets, segments, loc.deleted_upto, cut_bound)
     first_needed: dict[str, int | None] = {}
     if unclear and cut_bound > loc.deleted_upto:
-        from replctl.adapters.spark.deletion import first_needed as scan
-
         at_stake = [s for s in segments if s.seq_hi > loc.deleted_upto and s.seq_lo <= cut_bound]
-        first_needed = scan(
-            engine.spark(),
-            engine.store,
+        first_needed = engine.first_needed(
             at_stake,
             upto=cut_bound,
             targets={t.name: (t.progress, t.cvv.to_dict()) for t in unclear},
@@ -179,15 +173,13 @@ def _decide_cut(
     return plan.safe_prefix(loc.deleted_upto, cut_bound, first_needed)
 
 
-def _planned_dvv(engine: Engine, loc: Location, segments: list[Segment], upto: int) -> VectorTime:
+def _planned_dvv(engine: DataPlane, loc: Location, segments: list[Segment], upto: int) -> VectorTime:
     """DEL2 as the run will compute it for a cut at `upto`: the dropped segments' LUBs from their rows, and the
     straddling segment's dropped part by one scan of that segment (the run learns it from its rewrite)."""
     segment_cut = plan.cut_segments(segments, upto)
     dvv = loc.dvv | lub(s.vt_lub for s in segment_cut.drop)
     if segment_cut.straddle is not None:
-        from replctl.adapters.spark.deletion import dropped_lub
-
-        dvv = dvv | VectorTime(dropped_lub(engine.spark(), engine.store, segment_cut.straddle, upto=upto))
+        dvv = dvv | VectorTime(engine.dropped_lub(segment_cut.straddle, upto=upto))
     return dvv
 
 
@@ -201,7 +193,7 @@ class TargetsChanged(Exception):
 
 def _apply_cut(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     *,
     loc: Location,
     targets: list[plan.Target],
@@ -219,14 +211,10 @@ def _apply_cut(
     dropped_lub = lub(s.vt_lub for s in segment_cut.drop)
     kept, out_rel = None, None
     if segment_cut.straddle is not None:
-        from replctl.adapters.spark.jobs import rewrite_from
-
         out_rel = engine.store.new_segment_path(loc.name, cut.upto + 1)
         with ctx.transaction() as tx:
             clk = clocks(tx.locations())
-        rewritten = rewrite_from(
-            engine.spark(),
-            engine.store,
+        rewritten = engine.rewrite_from(
             segment_cut.straddle,
             cut.upto + 1,
             out_rel,
@@ -255,7 +243,7 @@ def _apply_cut(
                     kept.count,
                     VectorTime(kept.vt_lub),
                     ctx.id,
-                    files=record_files(engine.store, out_rel),
+                    files=engine.record_files(out_rel),
                 )
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
@@ -283,7 +271,7 @@ def _apply_cut(
 
 def delete(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     upto: int | None,
@@ -311,9 +299,7 @@ def delete(
             with ctx.transaction() as tx:
                 loc = get_location(tx, name)
                 segments = tx.segments(name)
-            from replctl.adapters.spark.deletion import last_seq_emitted_before
-
-            found = last_seq_emitted_before(engine.spark(), engine.store, segments, datetime.now(UTC) - age)
+            found = engine.last_seq_emitted_before(segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
         return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
 
@@ -330,7 +316,7 @@ def delete(
 
 def retry_pending(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     only: set[str] | None = None,
     outlook: plan.PassOutlook | None = None,
 ) -> list[dict[str, Any]]:

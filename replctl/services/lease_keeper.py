@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from replctl.adapters.catalog.repository import Catalog
 from replctl.errors import ReplctlError
+from replctl.services.ports import Catalog
 
 # Renewals per time to live: one missed renewal (a slow catalog) still leaves the lease alive.
 RENEWALS_PER_TTL = 3
@@ -43,7 +43,7 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         # Its own engine: a pooled SQLite connection may not move between threads.
-        with Catalog(self._catalog.engine.url, clock=self._catalog.clock) as catalog:
+        with self._catalog.reopen() as catalog:
             while not self._stop.wait(self._ttl / RENEWALS_PER_TTL):
                 self.renew(catalog)
 

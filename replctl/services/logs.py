@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from replctl import localfiles
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.logstore.inventory import record_files
-from replctl.adapters.spark.results import SegmentStats
 from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
@@ -31,9 +28,9 @@ from replctl.core.vectortime import VectorTime
 from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services.damage import find_damage, refuse_unwritable
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 
 
 @dataclass(frozen=True)
@@ -118,7 +115,7 @@ APPEND_STEP = "append"
 
 def append(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     source: AppendSource,
     *,
@@ -169,21 +166,16 @@ def append(
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
         base = clk.emission_base(loc.cvv).to_dict()
-        if _writes_locally(engine, source):
-            # A small input on a local store: no JVM, the same segment as the Spark job's (writer.py).
-            from replctl.adapters.logstore.writer import append_local
-
-            stats = append_local(
-                engine.store,
-                name,
-                events=[e.as_row() for e in source.events] if source.events else None,
-                parquet_path=None if source.parquet is None else Path(source.parquet),
-                start_seq=loc.seq + 1,
-                cvv=base,
-                out_rel=out_rel,
-            )
-        else:
-            stats = _append_with_spark(engine, name, source, start_seq=loc.seq + 1, cvv=base, out_rel=out_rel)
+        stats = engine.append_events(
+            name,
+            events=[e.as_row() for e in source.events] if source.events else None,
+            parquet_path=source.parquet,
+            generate=source.generate,
+            seed=source.seed,
+            start_seq=loc.seq + 1,
+            cvv=base,
+            out_rel=out_rel,
+        )
         hit("append.after-write")
         with ctx.transaction() as tx:
             current = get_location(tx, name)
@@ -196,7 +188,7 @@ def append(
                 stats.count,
                 VectorTime(stats.vt_lub),
                 ctx.id,
-                files=record_files(engine.store, out_rel),
+                files=engine.record_files(out_rel),
             )
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
@@ -228,40 +220,6 @@ def append(
         resources=[location_resource(name)],
         dry_run=dry_run,
         body=body,
-    )
-
-
-def _writes_locally(engine: Engine, source: AppendSource) -> bool:
-    """Whether an append is small enough to be written without Spark (up to `LOCAL_APPEND_LIMIT` events from
-    `--event`, a `.jsonl` file or one Parquet file, on a local store); `--generate` and folders stay Spark's."""
-    from replctl.adapters.logstore.writer import LOCAL_APPEND_LIMIT, local_parquet_rows
-
-    if not engine.store.is_local or source.generate is not None:
-        return False
-    if source.parquet is not None:
-        rows = local_parquet_rows(Path(source.parquet))
-        return rows is not None and rows <= LOCAL_APPEND_LIMIT
-    return len(source.events) <= LOCAL_APPEND_LIMIT
-
-
-def _append_with_spark(
-    engine: Engine, name: str, source: AppendSource, *, start_seq: int, cvv: dict[str, int], out_rel: str
-) -> SegmentStats:
-    from replctl.adapters.spark import jobs
-    from replctl.adapters.spark.paths import literal_path
-
-    return jobs.append_events(
-        engine.spark(),
-        engine.store,
-        name,
-        events=[e.as_row() for e in source.events] if source.events else None,
-        # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
-        parquet_path=None if source.parquet is None else literal_path(source.parquet),
-        generate=source.generate,
-        seed=source.seed,
-        start_seq=start_seq,
-        cvv=cvv,
-        out_rel=out_rel,
     )
 
 
@@ -321,7 +279,7 @@ def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operatio
     return doc
 
 
-def check_stored(engine: Engine, name: str, segments: list[Segment]) -> None:
+def check_stored(engine: DataPlane, name: str, segments: list[Segment]) -> None:
     """Refuse to read a log whose catalogued segments are gone from the store (a disaster, DR0), with the way out."""
     damage = find_damage(engine.store, segments)
     if damage:
@@ -344,7 +302,7 @@ class LogPage:
 
 def show(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     from_seq: int = 0,
@@ -357,7 +315,7 @@ def show(
 
 def show_page(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     from_seq: int = 0,
@@ -402,29 +360,20 @@ _EVENT_KEYS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "pay
 
 
 def _read_events(
-    engine: Engine, segments: list[Segment], from_seq: int, limit: int | None
+    engine: DataPlane, segments: list[Segment], from_seq: int, limit: int | None
 ) -> Iterator[dict[str, Any]]:
     if not segments:
         return
     try:
-        if engine.store.is_local:
-            from replctl.adapters.logstore.reader import read_local
-
-            # Each segment is read whole and counted against its row before its events are shown.
-            for segment in segments:
-                for e in read_local(engine.store, [segment], from_seq=from_seq):
-                    yield {k: e[k] for k in _EVENT_KEYS}
-            return
-        from replctl.adapters.spark import jobs
-
-        for e in jobs.read_log(engine.spark(), engine.store, segments, from_seq=from_seq, limit=limit):
+        # Each segment is read whole and counted against its row before its events are shown.
+        for e in engine.read_log(segments, from_seq=from_seq, limit=limit):
             yield {k: e[k] for k in _EVENT_KEYS}
     except DamagedLog as damaged:
         # Found by the read itself (a file lost or changed after the census): the census's refusal.
         raise EnvironmentFailure(damaged.message, code="store-damaged", hint=damaged.hint) from damaged
 
 
-def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]:
+def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> dict[str, Any]:
     """`log verify`: the invariants of rules.md §9 on each log; the catalog-only ones without Spark."""
     from replctl.core.topology_rules import validate as validate_state
     from replctl.services.topology import load_state
@@ -463,7 +412,7 @@ def verify(catalog: Catalog, engine: Engine, names: list[str]) -> dict[str, Any]
 
 
 def log_invariants(
-    engine: Engine,
+    engine: DataPlane,
     segments: list[Segment],
     *,
     seq: int,
@@ -480,17 +429,12 @@ def log_invariants(
     if not dvv <= cvv:  # I4
         found.append({"invariant": "I4", "seq": None, "message": f"DVV {dvv} ≰ CVV {cvv}"})
     if segments:
-        from replctl.adapters.spark import verify as spark_verify
-
-        for v in spark_verify.verify_log(
-            engine.spark(),
-            engine.store,
-            [s.path for s in segments],
+        for v in engine.verify_log(
+            segments,
             seq=seq,
             cvv=cvv.to_dict(),
             dvv=dvv.to_dict(),
             baseline=baseline.to_dict(),
-            segments_meta=segments,
             described_by=described_by,
         ):
             found.append({"invariant": v.code, "seq": v.seq, "message": v.message})

@@ -8,8 +8,8 @@ from replctl.errors import UnknownName
 
 if TYPE_CHECKING:
     # Types only: the CLI imports this module at start-up, and `--help` must not pay for SQLAlchemy.
-    from replctl.adapters.catalog.repository import CatalogTransaction
     from replctl.core.model import Location
+    from replctl.services.ports import CatalogTransaction
 
 
 def get_location(tx: CatalogTransaction, name: str) -> Location:

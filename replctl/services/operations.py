@@ -23,12 +23,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from replctl.adapters.catalog.leases import holder_name
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.errors import Incomplete, Interrupted, LockHeld, Refused, ReplctlError
 from replctl.failpoints import hit
 from replctl.services.lease_keeper import LeaseKeeper
 from replctl.services.plans import AppliedPlan, stale_plan
+from replctl.services.ports import Catalog, CatalogTransaction
 
 T = TypeVar("T")
 
@@ -82,7 +81,7 @@ class OperationContext:
             return
         with self.catalog.transaction() as tx:
             self.tokens[resource] = tx.acquire_lease(
-                resource, holder_name(_actor()), self.id, LEASE_TTL_SECONDS
+                resource, self.catalog.holder_name(_actor()), self.id, LEASE_TTL_SECONDS
             )
 
     def release(self, resource: str) -> None:
@@ -202,7 +201,7 @@ def operation(
             with catalog.transaction() as tx:
                 # The holder names this process, so that a re-run after a crash can tell it died.
                 ctx.tokens[resource] = tx.acquire_lease(
-                    resource, holder_name(_actor()), op_id, LEASE_TTL_SECONDS
+                    resource, catalog.holder_name(_actor()), op_id, LEASE_TTL_SECONDS
                 )
         keeper = LeaseKeeper(catalog, ctx.tokens, LEASE_TTL_SECONDS)
         keeper.start()

@@ -17,24 +17,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore.inventory import record_files
 from replctl.core import recovery as dr
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput, Refused
 from replctl.failpoints import hit
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, DataPlane
 from replctl.services.replication import DAMAGED, run_pass
 from replctl.services.topology import load_state
 
 
 def drill(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     from_seq: int,
     *,
@@ -66,11 +64,9 @@ def drill(
         if ctx.dry_run:
             return doc
         if split.straddle is not None:
-            from replctl.adapters.logstore.drill import cut_files
-
             # In place, file by file, as a torn disk would leave it: files wholly from SEQ on go, the one
             # holding SEQ keeps its earlier rows under its own name.
-            cut_files(engine.store, split.straddle, from_seq)
+            engine.cut_files(split.straddle, from_seq)
         for seg in split.lost:
             engine.store.remove(seg.path)
         with ctx.transaction() as tx:
@@ -90,7 +86,7 @@ def drill(
 
 def recover(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     lost_from: int | None = None,
@@ -118,7 +114,7 @@ def recover(
 
 
 def _recover(
-    ctx: OperationContext, engine: Engine, name: str, *, declared: int | None, accept_loss: bool
+    ctx: OperationContext, engine: DataPlane, name: str, *, declared: int | None, accept_loss: bool
 ) -> dict[str, Any]:
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
@@ -146,7 +142,7 @@ def _recover(
 
 
 def finish_recovery(
-    ctx: OperationContext, engine: Engine, name: str, accept_loss: bool, doc: dict[str, Any]
+    ctx: OperationContext, engine: DataPlane, name: str, accept_loss: bool, doc: dict[str, Any]
 ) -> dict[str, Any]:
     """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1)."""
     _event_recovery(ctx, engine, name, accept_loss, doc)
@@ -188,14 +184,12 @@ def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> 
     return replace(current, seq=max(current.seq, floor), state=state), floor
 
 
-def _find_loss(engine: Engine, segments: list[Segment], declared: int | None) -> int | None:
+def _find_loss(engine: DataPlane, segments: list[Segment], declared: int | None) -> int | None:
     """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
     counts from its start: what follows it is not claimed as held)."""
     found = None
     if segments:
-        from replctl.adapters.spark.recovery import census
-
-        found = dr.lost_from(segments, census(engine.spark(), engine.store, segments))
+        found = dr.lost_from(segments, engine.census(segments))
     if declared is None:
         return found
     return declared if found is None else min(declared, found)
@@ -208,7 +202,7 @@ def _blocked_into(ctx: OperationContext, name: str) -> bool:
 
 def _recover_metadata(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     loc: Location,
     *,
     segments: list[Segment],
@@ -219,14 +213,10 @@ def _recover_metadata(
     split = dr.split_segments(segments, first_lost)
     kept_stats, out_rel = None, None
     if split.straddle is not None and not ctx.dry_run:
-        from replctl.adapters.spark.recovery import truncate_below
-
         out_rel = engine.store.new_segment_path(loc.name, split.straddle.seq_lo)
         with ctx.transaction() as tx:
             clk = clocks(tx.locations())
-        kept_stats = truncate_below(
-            engine.spark(),
-            engine.store,
+        kept_stats = engine.truncate_below(
             split.straddle,
             first_lost,
             out_rel,
@@ -261,7 +251,7 @@ def _recover_metadata(
                 kept_stats.count,
                 VectorTime(kept_stats.vt_lub),
                 ctx.id,
-                files=record_files(engine.store, out_rel),
+                files=engine.record_files(out_rel),
             )
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
@@ -285,7 +275,7 @@ def _recover_metadata(
 
 def _event_recovery(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     accept_loss: bool,
     doc: dict[str, Any],

@@ -16,12 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.logstore import LogStore
 from replctl.core.model import Location
 from replctl.core.retirement import LegacyPrune, restored_location
 from replctl.errors import EnvironmentFailure
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction, LogStore
 
 LEGACY_PRUNE_COMMAND = "location retire --prune-clock"
 LEGACY_PRUNE_STEP = "prune-vectors"
@@ -58,15 +57,13 @@ def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any
         )
 
     def body(ctx: OperationContext) -> dict[str, Any]:
-        from replctl.adapters.logstore.reader import identity_extent
-
         origins = sorted(p.name for p in prunes)
         changed_locations, changed_segments = [], 0
         with ctx.transaction() as tx:
             for loc in tx.locations():
                 stored: dict[str, tuple[int, int]] = {}
                 for seg in tx.segments(loc.name):
-                    extent = identity_extent(store, seg, origins)
+                    extent = store.identity_extent(seg, origins)
                     lub = seg.vt_lub.merge({z: hi for z, (_lo, hi) in extent.items()})
                     if lub != seg.vt_lub:
                         tx.set_segment_lub(seg.id, lub)

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.logstore.inventory import record_files
-from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
 from replctl.core.damage import copy_differs
 from replctl.core.deletion import PassOutlook, changed_logs
+from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location, Segment, SegmentFile
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
@@ -25,9 +23,9 @@ from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
 from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
 from replctl.services.deletion import retry_pending
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 from replctl.services.topology import load_state
 
 MAX_ROUNDS = 1000
@@ -88,7 +86,7 @@ class ConnectionChanged(Exception):
 
 def run_pass(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     source_name: str,
     target_name: str,
     *,
@@ -155,7 +153,7 @@ def _compare_and_set(tx: CatalogTransaction, planned: Connection) -> None:
     hit("replicate.in-commit")
 
 
-def _discard(engine: Engine, paths: list[str]) -> None:
+def _discard(engine: DataPlane, paths: list[str]) -> None:
     """Remove files a discarded pass wrote (never catalogued); elsewhere `log compact --gc` collects them."""
     if engine.store.is_local:
         for path in paths:
@@ -164,7 +162,7 @@ def _discard(engine: Engine, paths: list[str]) -> None:
 
 def _run_pass(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     source_name: str,
     target_name: str,
     *,
@@ -255,7 +253,7 @@ def _run_pass(
             activate=plan.activate or was_failed,
             target=target,
             out_rel=out_rel,
-            files=record_files(engine.store, out_rel),
+            files=engine.record_files(out_rel),
             result=job,
             base=base,
         )
@@ -288,7 +286,7 @@ def _planned(base: PassReport, plan: PassPlan, *, blockable: bool) -> PassReport
 
 
 def _damaged_end(
-    engine: Engine,
+    engine: DataPlane,
     source: str,
     source_segments: list[Segment],
     target: str,
@@ -313,12 +311,11 @@ def _stored_filter_failure(conn: Connection) -> str | None:
     return None
 
 
-def _replicate_job(engine: Engine, conn: Connection, spec: PassSpec) -> PassResult | str:
-    """Run the pass in Spark; the reason instead when the connection's own filter made it fail (issue 14)."""
-    from replctl.adapters.spark import jobs
-
+def _replicate_job(engine: DataPlane, conn: Connection, spec: PassSpec) -> PassResult | str:
+    """Run the pass on the data plane; the reason instead when the connection's own filter made it fail
+    (issue 14)."""
     try:
-        return jobs.replicate_pass(engine.spark(), engine.store, spec)
+        return engine.replicate_pass(spec)
     except (BadFilter, EnvironmentFailure) as exc:
         # Only the connection's own filter marks it failed; a recovery's filter (DR3) fails the recovery.
         failure = _filter_failure(engine, conn, spec, exc) if spec.filter_sql == conn.filter else None
@@ -394,15 +391,13 @@ def _commit_run(
     )
 
 
-def _filter_failure(engine: Engine, conn: Connection, spec: PassSpec, error: Exception) -> str | None:
+def _filter_failure(engine: DataPlane, conn: Connection, spec: PassSpec, error: Exception) -> str | None:
     """Why the pass failed, when its filter is to blame (issue 14); None when something else is."""
     if conn.filter is None:
         return None
     if isinstance(error, BadFilter):
         return f"filter refused by Spark: {error.message}"
-    from replctl.adapters.spark.filtercheck import filter_failure
-
-    failure = filter_failure(engine.spark(), engine.store, spec.source_segments, spec.progress, conn.filter)
+    failure = engine.filter_failure(spec.source_segments, spec.progress, conn.filter)
     return None if failure is None else f"filter failed in Spark: {failure}"
 
 
@@ -424,7 +419,11 @@ def _fail(ctx: OperationContext, conn: Connection, base: PassReport, reason: str
 
 
 def _check_skipped_admission(
-    engine: Engine, out_rel: str, segment: SegmentStats | None, projection: list[str], target_cvv: VectorTime
+    engine: DataPlane,
+    out_rel: str,
+    segment: SegmentStats | None,
+    projection: list[str],
+    target_cvv: VectorTime,
 ) -> None:
     """The admission check was skipped on the source's segment rows (`admission_to_check`); the written
     segment's LUB, gathered by the pass anyway, confirms it. Should the rows have understated a LUB, the
@@ -442,7 +441,9 @@ def _check_skipped_admission(
     )
 
 
-def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, base: PassReport) -> PassReport:
+def _copy(
+    ctx: OperationContext, engine: DataPlane, conn: Connection, plan: Any, base: PassReport
+) -> PassReport:
     """Fast bootstrap: copy X's segment files verbatim; the catalog ends as an ordinary pass would leave it."""
     copied: list[tuple[Segment, str, tuple[SegmentFile, ...] | None]] = []
     try:
@@ -451,7 +452,7 @@ def _copy(ctx: OperationContext, engine: Engine, conn: Connection, plan: Any, ba
             # Only the files the row names (issue 19): a stray file in the folder is not the segment's.
             engine.store.copy_segment(seg.path, out_rel, seg.file_names)
             copied.append((seg, out_rel, None))
-            files = record_files(engine.store, out_rel)
+            files = engine.record_files(out_rel)
             why = None if files is None else copy_differs(seg, files)
             if why is not None:
                 raise DamagedLog(
@@ -530,7 +531,7 @@ def _commit(
 
 def replicate_one(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     source: str,
     target: str,
     *,
@@ -569,7 +570,7 @@ def replicate_one(
     )
 
 
-def _leased_pass(ctx: OperationContext, engine: Engine, conn: Connection) -> PassReport:
+def _leased_pass(ctx: OperationContext, engine: DataPlane, conn: Connection) -> PassReport:
     """One pass of a full `replicate`, once both its locations are leased (issue 19).
 
     The run leases the locations that exist when it starts; a connection added meanwhile may lead to one it
@@ -611,7 +612,7 @@ def _outlook(reports: list[PassReport], connections: list[tuple[str, str]] | Non
     )
 
 
-def _round(ctx: OperationContext, engine: Engine, connections: list[Connection]) -> list[PassReport]:
+def _round(ctx: OperationContext, engine: DataPlane, connections: list[Connection]) -> list[PassReport]:
     """One round of a full `replicate`, in the connections' order.
 
     A dry run writes nothing, so a pass that reads from, or writes into, a log an earlier pass of the round
@@ -642,7 +643,7 @@ def _round(ctx: OperationContext, engine: Engine, connections: list[Connection])
 
 
 def replicate_all(
-    catalog: Catalog, engine: Engine, *, reason: str | None = None, dry_run: bool = False
+    catalog: Catalog, engine: DataPlane, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
     """`replicate`: every current connection, round after round, until a round changes nothing."""
     with catalog.transaction(readonly=True) as tx:

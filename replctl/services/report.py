@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from replctl import __version__
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore import LogStore
 from replctl.core.backups import Manifest
 from replctl.core.journal import Operation
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import check_replaceable, write_atomically
+from replctl.services.ports import Catalog, LogStore
 
 RECENT_OPERATIONS = 20
 

@@ -13,17 +13,16 @@ from dataclasses import replace
 from typing import Any
 
 from replctl.adapters.backupstore import BackupStore
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore.inventory import record_files
+from replctl.adapters.dataplane import Engine
 from replctl.core import recovery as dr
 from replctl.core.backups import BackupSegment, Manifest
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.localfiles import digest
 from replctl.services import backups as backup_service
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
+from replctl.services.ports import Catalog
 from replctl.services.recovery import finish_recovery
 from replctl.services.topology import load_state
 
@@ -120,7 +119,7 @@ def _restore(
                     s.count,
                     s.vt_lub,
                     ctx.id,
-                    files=record_files(engine.store, rel),
+                    files=engine.record_files(rel),
                 )
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))

@@ -23,16 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
-from replctl.adapters.logstore.inventory import record_files
+from replctl.core.jobs import SegmentRewrite
 from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location, plan_prune
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services import topology
-from replctl.services.engine import Engine
 from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 
 PRUNE_COMMAND = "location retire --prune-clock"
 
@@ -47,7 +46,7 @@ class RetirementOutcome:
 
 def retire(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     name: str,
     *,
     prune_clock: bool,
@@ -77,7 +76,7 @@ def retire(
 
 
 def prune(
-    catalog: Catalog, engine: Engine, name: str, *, reason: str | None = None, dry_run: bool = False
+    catalog: Catalog, engine: DataPlane, name: str, *, reason: str | None = None, dry_run: bool = False
 ) -> dict[str, Any]:
     """Prune retired location `name` from every vt, CVV, DVV and baseline (RET2), if RET3 holds.
 
@@ -164,18 +163,14 @@ def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, A
     }
 
 
-def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) -> None:
+def _prune_log(ctx: OperationContext, engine: DataPlane, name: str, log: LogPrune) -> None:
     """Phase 1 on one log: write pruned copies, commit their rows and the parked `CVV[Z]` in one
     transaction, then remove the old files."""
     with ctx.transaction() as tx:
         before = get_location(tx, log.location)
         clk = clocks(tx.locations())
-    from replctl.adapters.spark.prune import SegmentRewrite, prune_log
-
     rewrites = [SegmentRewrite(s, engine.store.new_segment_path(log.location, s.seq_lo)) for s in log.rewrite]
-    stats = prune_log(
-        engine.spark(),
-        engine.store,
+    stats = engine.prune_log(
         rewrites,
         key=name,
         keys=clk.vt_keys(before.cvv),
@@ -212,7 +207,7 @@ def _prune_log(ctx: OperationContext, engine: Engine, name: str, log: LogPrune) 
                     stat.count,
                     VectorTime(stat.vt_lub),
                     ctx.id,
-                    files=record_files(engine.store, rewrite.target),
+                    files=engine.record_files(rewrite.target),
                 )
         stored = lub(
             [

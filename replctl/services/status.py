@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.logstore import LogStore
 from replctl.core.backups import Manifest, recoverability_all
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.topology_rules import validate as validate_state
+from replctl.services.ports import Catalog, LogStore
 
 
 def _lag(segments: list[Segment], progress: int) -> int:

@@ -12,10 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, utc_now
-from replctl.adapters.logstore import LogStore
-from replctl.adapters.logstore.marker import StoreMarker, marker_uri, read_marker, root_exists, write_marker
+from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
+from replctl.services.ports import Catalog, LogStore
 
 STORE_HINT = "check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this catalog"
 
@@ -23,7 +22,7 @@ STORE_HINT = "check --store (or REPLCTL_STORE): it must be the store `replctl in
 def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
     """The store's marker when it names this catalog; otherwise exit 6 (`store-not-found` / `store-foreign`)."""
     catalog_id, _ = _identity(catalog)
-    marker = read_marker(store)
+    marker = store.read_marker()
     if marker is None:
         raise _not_found(store)
     if marker.catalog_id != catalog_id:
@@ -38,7 +37,7 @@ def mark_store(catalog: Catalog, store: LogStore) -> dict[str, Any]:
     catalog has none yet), so a mistyped path is refused rather than marked as the catalog's store.
     """
     catalog_id, marked_at = _identity(catalog)
-    marker = read_marker(store) if root_exists(store) else None
+    marker = store.read_marker() if store.root_exists() else None
     if marker is not None:
         if marker.catalog_id != catalog_id:
             raise _foreign(store, marker)
@@ -50,8 +49,8 @@ def mark_store(catalog: Catalog, store: LogStore) -> dict[str, Any]:
         raise _not_found(store)
     _check_adoptable(catalog, store)
     store.create_root()
-    marker = StoreMarker(catalog_id, utc_now())
-    write_marker(store, marker)
+    marker = StoreMarker(catalog_id, catalog.clock())
+    store.write_marker(marker)
     _record(catalog, marker)
     return {"catalog_id": catalog_id, "marked": True}
 
@@ -88,7 +87,7 @@ def _check_adoptable(catalog: Catalog, store: LogStore) -> None:
 
 
 def _not_found(store: LogStore) -> EnvironmentFailure:
-    where = "does not exist" if not root_exists(store) else f"has no marker ({marker_uri(store)})"
+    where = "does not exist" if not store.root_exists() else f"has no marker ({store.marker_uri()})"
     return EnvironmentFailure(
         f"store not found: {store.root} {where}; nothing was read as a log",
         code="store-not-found",

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
 from replctl.core import topology_plans as plans
 from replctl.core.model import (
     Change,
@@ -28,6 +27,7 @@ from replctl.core.topology_rules import validate as validate_state
 from replctl.errors import InvalidInput, Refused, UnknownName
 from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.ports import Catalog, CatalogTransaction
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from typing import Any
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import replicate_pass
-from replctl.adapters.spark.results import PassSpec
 from replctl.adapters.spark.schema import EVENT_COLUMNS
 from replctl.adapters.spark.session import SparkSettings, get_session
+from replctl.core.jobs import PassSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

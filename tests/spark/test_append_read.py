@@ -10,7 +10,7 @@ from segment_rows import catalogued, catalogued_all
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, compact, read_log, rewrite_from
-from replctl.adapters.spark.results import SegmentStats
+from replctl.core.jobs import SegmentStats
 from replctl.errors import InvalidInput
 
 pytestmark = pytest.mark.spark

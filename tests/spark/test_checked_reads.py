@@ -19,7 +19,7 @@ from segment_rows import catalogued
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, read_log, replicate_pass
-from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
+from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Segment
 from replctl.errors import DamagedLog
 

@@ -13,8 +13,8 @@ from segment_rows import catalogued_all
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
-from replctl.adapters.spark.results import PassResult, PassSpec, SegmentStats
 from replctl.adapters.spark.transforms import WIDE_VECTOR_KEYS
+from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, EnvironmentFailure
 

@@ -20,7 +20,7 @@ from replctl.adapters.catalog.deletions import DeletionQueries
 from replctl.adapters.catalog.engine import SQLITE_DEFERRED, make_engine, safe_url, translate_errors
 from replctl.adapters.catalog.history import HistoryQueries
 from replctl.adapters.catalog.journal import JournalQueries
-from replctl.adapters.catalog.leases import LeaseQueries
+from replctl.adapters.catalog.leases import LeaseQueries, holder_name
 from replctl.adapters.catalog.locations import LocationQueries
 from replctl.adapters.catalog.segments import SegmentQueries
 from replctl.adapters.catalog.version import VersionQueries, start_tracking, track_state_writes, wrote_state
@@ -106,6 +106,15 @@ class Catalog:
                 yield tx
                 if wrote_state(conn):
                     tx.bump_catalog_version()
+
+    def reopen(self) -> Catalog:
+        """The same catalog on an engine of its own (a pooled SQLite connection may not move between
+        threads); close it when done (it is a context manager)."""
+        return Catalog(self._engine.url, clock=self._clock)
+
+    def holder_name(self, user: str) -> str:
+        """The lease holder string of this process for `user` (`adapters.catalog.leases.holder_name`)."""
+        return holder_name(user)
 
     def close(self) -> None:
         """Close the pooled connections (of an engine this catalog created)."""

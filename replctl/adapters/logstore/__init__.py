@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from replctl.core.model import Segment, StoreMarker
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import make_folders
 
@@ -128,6 +129,37 @@ class LogStore:
             return
         except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
             raise EnvironmentFailure(f"cannot remove {uri}: {exc}", code="store") from exc
+
+    def marker_uri(self) -> str:
+        """Where the store's marker lives (for messages; `logstore.marker`)."""
+        from replctl.adapters.logstore.marker import marker_uri
+
+        return marker_uri(self)
+
+    def root_exists(self) -> bool:
+        """Whether the root folder exists (remote roots are taken to exist: their marker decides)."""
+        from replctl.adapters.logstore.marker import root_exists
+
+        return root_exists(self)
+
+    def read_marker(self) -> StoreMarker | None:
+        """The store's marker, None when it has none; an unreadable one exits 6 (`logstore.marker`)."""
+        from replctl.adapters.logstore.marker import read_marker
+
+        return read_marker(self)
+
+    def write_marker(self, marker: StoreMarker) -> None:
+        """Write the store's marker atomically (`logstore.marker`)."""
+        from replctl.adapters.logstore.marker import write_marker
+
+        write_marker(self, marker)
+
+    def identity_extent(self, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per origin of `origins`, the smallest and largest origin_time stored in one local segment
+        (`logstore.reader.identity_extent`)."""
+        from replctl.adapters.logstore.reader import identity_extent
+
+        return identity_extent(self, segment, origins)
 
     def list_segment_dirs(self, location: str) -> list[str]:
         """Relative paths of every segment directory of `location` in name (first seq) order.

@@ -10,22 +10,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from replctl.adapters.logstore import LogStore, arrow_uri
+from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
 
 MARKER_NAME = "replctl-store.json"
-
-
-@dataclass(frozen=True)
-class StoreMarker:
-    """What a marker says: the owning catalog's id and when the store was marked."""
-
-    catalog_id: str
-    created_at: datetime
 
 
 def marker_uri(store: LogStore) -> str:

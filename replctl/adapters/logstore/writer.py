@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replctl.adapters.logstore import LogStore
-from replctl.adapters.spark.results import SegmentStats, appended_stats
+from replctl.core.jobs import SegmentStats, appended_stats
 from replctl.errors import EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:

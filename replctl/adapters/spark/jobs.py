@@ -18,13 +18,6 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.results import (
-    PassResult,
-    PassSpec,
-    RewriteResult,
-    SegmentStats,
-    appended_stats,
-)
 from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
@@ -51,6 +44,13 @@ from replctl.adapters.spark.transforms import (
     is_wide,
     renumber,
     with_vt_entries,
+)
+from replctl.core.jobs import (
+    PassResult,
+    PassSpec,
+    RewriteResult,
+    SegmentStats,
+    appended_stats,
 )
 from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, InvalidInput
 

@@ -9,29 +9,19 @@ catalog row names (garbage, never read).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
 from replctl.adapters.spark.jobs import write_segment
-from replctl.adapters.spark.results import SegmentStats
 from replctl.adapters.spark.schema import EVENT_COLUMNS, damage_explains, read_checked
 from replctl.adapters.spark.session import spark_failures
+from replctl.core.jobs import SegmentRewrite, SegmentStats
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
-    from replctl.core.model import Segment
-
-
-@dataclass(frozen=True)
-class SegmentRewrite:
-    """One segment to prune: its catalog row, and the new relative path to write its pruned copy to."""
-
-    source: Segment
-    target: str
 
 
 def without_key(events: DataFrame, key: str) -> DataFrame:

@@ -9,9 +9,9 @@ from pyspark.sql import functions as F
 
 from replctl.adapters.logstore.inventory import held
 from replctl.adapters.spark.jobs import write_segment
-from replctl.adapters.spark.results import SegmentStats
 from replctl.adapters.spark.schema import read_events
 from replctl.adapters.spark.session import spark_failures
+from replctl.core.jobs import SegmentStats
 from replctl.core.recovery import FileRead
 
 if TYPE_CHECKING:

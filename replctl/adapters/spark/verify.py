@@ -12,7 +12,6 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from replctl.adapters.logstore.inventory import held
-from replctl.adapters.spark.results import InvariantViolation
 from replctl.adapters.spark.schema import (
     covering_vector,
     extra_keys_column,
@@ -23,6 +22,7 @@ from replctl.adapters.spark.schema import (
 )
 from replctl.adapters.spark.session import spark_failures
 from replctl.adapters.spark.transforms import covered_by, is_wide
+from replctl.core.jobs import InvariantViolation
 from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
 from replctl.localfiles import file_digest

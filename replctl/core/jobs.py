@@ -1,7 +1,8 @@
-"""What the Spark jobs take and return: plain frozen dataclasses, importable without pyspark.
+"""What the data-plane jobs take and return: plain frozen dataclasses, pure values (no pyspark, no I/O).
 
-The services layer reads the catalog, builds these inputs, runs a job and commits the results as catalog rows
-(architecture.md, "Where the data lives"); the jobs never touch the catalog.
+They live in `core` because they are the language of the data-plane port (`services.ports.DataPlane`): the
+services build these inputs, a job (Spark, or the in-memory fake of the tests) runs, and the services commit the
+results as catalog rows (architecture.md, "Where the data lives"); the jobs never touch the catalog.
 """
 
 from __future__ import annotations
@@ -95,3 +96,12 @@ class InvariantViolation:
     message: str
     seq: int | None = None
     details: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SegmentRewrite:
+    """One segment to prune of a retired id (RET2): its catalog row, and the new relative path to write its
+    pruned copy to."""
+
+    source: Segment
+    target: str

@@ -1,0 +1,349 @@
+"""The real data plane (the `services.ports.DataPlane` port): the log store and the Spark jobs, run on a lazily
+started Spark session, on the Spark the command chose.
+
+Built only by the composition root (`replctl.bootstrap` / the CLI's context); the services see the port.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from replctl.adapters.logstore import LogStore
+from replctl.config import Settings
+from replctl.core.jobs import (
+    InvariantViolation,
+    PassResult,
+    PassSpec,
+    RewriteResult,
+    SegmentRewrite,
+    SegmentStats,
+)
+from replctl.core.model import Segment, SegmentFile
+from replctl.core.recovery import FileRead
+from replctl.errors import EnvironmentFailure
+
+
+@dataclass(frozen=True)
+class SparkChoice:
+    """Which Spark a command uses and why (`config show`), plus a one-line warning when it fell back."""
+
+    master: str
+    remote: str | None
+    why: str
+    warning: str | None = None
+    managed: bool = False  # `remote` is the managed engine
+
+
+def choose_spark(settings: Settings) -> SparkChoice:
+    """`--spark-master` / `--spark-remote` (flag, environment or config file) first; else the managed engine
+    while it is up (`replctl engine start`); else local Spark.
+
+    A recorded engine that is gone (stale pid, refused connection) gives a warning and local Spark; one whose
+    Spark version differs from the client's exits 6 with the fix, as a Connect session would fail obscurely.
+    """
+    for name in ("spark_remote", "spark_master"):
+        origin = settings.origins.get(name)
+        if origin is not None and origin.source != "default" and origin.value:
+            return SparkChoice(settings.spark_master, settings.spark_remote, f"{name} from {origin.source}")
+    from replctl.adapters.spark import server
+
+    found = server.state(settings.home)
+    if found.record is None:
+        return SparkChoice(settings.spark_master, None, "no managed engine: local Spark")
+    if not found.up:
+        reason = "its process is gone" if not found.alive else "it refuses connections"
+        return SparkChoice(
+            settings.spark_master,
+            None,
+            "managed engine down: local Spark",
+            warning=f"warning: the managed Spark engine at {found.record.address} is down ({reason}); "
+            "running on local Spark (replctl engine start restarts it)",
+        )
+    if found.record.version != server.client_version():
+        raise EnvironmentFailure(
+            f"the managed Spark engine runs Spark {found.record.version}, this replctl's client is "
+            f"{server.client_version()}",
+            code="engine-version",
+            hint="restart it with this installation: replctl engine stop && replctl engine start",
+        )
+    return SparkChoice(
+        settings.spark_master, found.record.address, "managed engine (replctl engine start)", managed=True
+    )
+
+
+class Engine:
+    """Store + Spark; Spark starts on the first job only (commands that need none never import pyspark).
+
+    Implements `services.ports.DataPlane`: each job method imports its Spark module when called, so a command
+    that runs no job never imports pyspark (architecture.md).
+    """
+
+    def __init__(self, store: LogStore, settings: Settings, *, progress: bool = False) -> None:
+        self.store = store
+        self.settings = settings
+        self._progress_wanted = progress
+        self._progress: Any = None
+        self._choice: SparkChoice | None = None
+
+    def spark(self) -> Any:
+        """The process-wide SparkSession for these settings (and the progress display, when wanted)."""
+        from replctl.adapters.spark.session import SparkSettings, get_session
+
+        if self._choice is None:
+            self._choice = choose_spark(self.settings)
+            if self._choice.warning:
+                # One line, replctl's own: the command goes on as it would without an engine.
+                print(self._choice.warning, file=sys.stderr)
+        choice = self._choice
+        session = get_session(
+            SparkSettings(
+                master=choice.master,
+                remote=choice.remote,
+                conf=self.settings.spark_conf,
+                home=self.settings.home,
+                managed=choice.managed,
+            )
+        )
+        if self._progress_wanted and self._progress is None:
+            from replctl.adapters.spark.progress import StageProgress
+
+            self._progress = StageProgress(session).start()
+        return session
+
+    def close(self) -> None:
+        """End the progress display; the session stays for reuse in this process."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def record_files(self, relative: str) -> tuple[SegmentFile, ...] | None:
+        """The inventory of a written segment that its catalog row records (DR0)."""
+        from replctl.adapters.logstore.inventory import record_files
+
+        return record_files(self.store, relative)
+
+    def append_events(
+        self,
+        location: str,
+        *,
+        events: list[dict[str, Any]] | None = None,
+        parquet_path: str | None = None,
+        generate: int | None = None,
+        seed: int = 0,
+        start_seq: int,
+        cvv: Mapping[str, int],
+        out_rel: str,
+    ) -> SegmentStats:
+        """Append new local events (EM1): a small input on a local store without a JVM (`logstore.writer`, the
+        same segment as the Spark job's), anything else with Spark."""
+        from replctl.adapters.logstore.writer import append_local
+
+        if self._writes_locally(events, parquet_path, generate):
+            return append_local(
+                self.store,
+                location,
+                events=events,
+                parquet_path=None if parquet_path is None else Path(parquet_path),
+                start_seq=start_seq,
+                cvv=cvv,
+                out_rel=out_rel,
+            )
+        from replctl.adapters.spark import jobs
+        from replctl.adapters.spark.paths import literal_path
+
+        return jobs.append_events(
+            self.spark(),
+            self.store,
+            location,
+            events=events,
+            # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
+            parquet_path=None if parquet_path is None else literal_path(parquet_path),
+            generate=generate,
+            seed=seed,
+            start_seq=start_seq,
+            cvv=cvv,
+            out_rel=out_rel,
+        )
+
+    def _writes_locally(
+        self, events: list[dict[str, Any]] | None, parquet_path: str | None, generate: int | None
+    ) -> bool:
+        """Up to `LOCAL_APPEND_LIMIT` events from `--event`, a `.jsonl` file or one Parquet file, on a local
+        store; `--generate` and folders stay Spark's."""
+        from replctl.adapters.logstore.writer import LOCAL_APPEND_LIMIT, local_parquet_rows
+
+        if not self.store.is_local or generate is not None:
+            return False
+        if parquet_path is not None:
+            rows = local_parquet_rows(Path(parquet_path))
+            return rows is not None and rows <= LOCAL_APPEND_LIMIT
+        return len(events or ()) <= LOCAL_APPEND_LIMIT
+
+    def read_log(
+        self, segments: Sequence[Segment], *, from_seq: int = 0, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The stored events from `from_seq` in seq order; on a local store one segment at a time (no JVM, a
+        long log is never held whole), else one Spark job that takes the limit itself."""
+        if not segments:
+            return
+        if self.store.is_local:
+            from replctl.adapters.logstore.reader import read_local
+
+            for segment in segments:
+                yield from read_local(self.store, [segment], from_seq=from_seq)
+            return
+        from replctl.adapters.spark import jobs
+
+        yield from jobs.read_log(self.spark(), self.store, segments, from_seq=from_seq, limit=limit)
+
+    def verify_log(
+        self,
+        segments: Sequence[Segment],
+        *,
+        seq: int,
+        cvv: Mapping[str, int],
+        dvv: Mapping[str, int],
+        baseline: Mapping[str, int],
+        described_by: str = "the catalog",
+    ) -> list[InvariantViolation]:
+        """I1–I4 and I7 of one stored log; see `adapters.spark.verify.verify_log`."""
+        from replctl.adapters.spark import verify
+
+        return verify.verify_log(
+            self.spark(),
+            self.store,
+            [s.path for s in segments],
+            seq=seq,
+            cvv=cvv,
+            dvv=dvv,
+            baseline=baseline,
+            segments_meta=segments,
+            described_by=described_by,
+        )
+
+    def replicate_pass(self, spec: PassSpec) -> PassResult:
+        """One replication pass X→Y (REP1); see `adapters.spark.jobs.replicate_pass`."""
+        from replctl.adapters.spark import jobs
+
+        return jobs.replicate_pass(self.spark(), self.store, spec)
+
+    def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
+        """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None."""
+        from replctl.adapters.spark.filtercheck import filter_failure
+
+        return filter_failure(self.spark(), self.store, segments, progress, filter_sql)
+
+    def first_needed(
+        self,
+        segments: Sequence[Segment],
+        *,
+        upto: int,
+        targets: Mapping[str, tuple[int, Mapping[str, int]]],
+    ) -> dict[str, int | None]:
+        """For each target: the smallest seq ≤ `upto` after its progress it does not cover (DEL3)."""
+        from replctl.adapters.spark.deletion import first_needed
+
+        return first_needed(self.spark(), self.store, segments, upto=upto, targets=targets)
+
+    def dropped_lub(self, segment: Segment, *, upto: int) -> dict[str, int]:
+        """DEL2 for a dry run: the LUB of what a rewrite of `segment` at `upto` drops."""
+        from replctl.adapters.spark.deletion import dropped_lub
+
+        return dropped_lub(self.spark(), self.store, segment, upto=upto)
+
+    def rewrite_from(
+        self,
+        segment: Segment,
+        keep_from_seq: int,
+        out_rel: str,
+        *,
+        keys: Sequence[str] | None = None,
+        identity_origins: Sequence[str] = (),
+    ) -> RewriteResult:
+        """Rewrite the segment that straddles a deletion cut (DEL1)."""
+        from replctl.adapters.spark.jobs import rewrite_from
+
+        return rewrite_from(
+            self.spark(),
+            self.store,
+            segment,
+            keep_from_seq,
+            out_rel,
+            keys=keys,
+            identity_origins=identity_origins,
+        )
+
+    def last_seq_emitted_before(self, segments: Sequence[Segment], cutoff: datetime) -> int | None:
+        """The last seq of the longest prefix of events all emitted before `cutoff`."""
+        from replctl.adapters.spark.deletion import last_seq_emitted_before
+
+        return last_seq_emitted_before(self.spark(), self.store, segments, cutoff)
+
+    def prune_log(
+        self,
+        rewrites: Sequence[SegmentRewrite],
+        *,
+        key: str,
+        keys: Sequence[str],
+        identity_origins: Sequence[str] = (),
+    ) -> list[SegmentStats | None]:
+        """RET2 on one log; see `adapters.spark.prune.prune_log`."""
+        from replctl.adapters.spark.prune import prune_log
+
+        return prune_log(
+            self.spark(), self.store, rewrites, key=key, keys=keys, identity_origins=identity_origins
+        )
+
+    def census(self, segments: Sequence[Segment]) -> dict[str, dict[str, FileRead]]:
+        """DR0: what the store still holds of `segments`; see `adapters.spark.recovery.census`."""
+        from replctl.adapters.spark.recovery import census
+
+        return census(self.spark(), self.store, segments)
+
+    def truncate_below(
+        self,
+        segment: Segment,
+        keep_below: int,
+        out_rel: str,
+        *,
+        keys: Sequence[str],
+        identity_origins: Sequence[str] = (),
+    ) -> SegmentStats | None:
+        """DR1: the survivors of a damaged segment; see `adapters.spark.recovery.truncate_below`."""
+        from replctl.adapters.spark.recovery import truncate_below
+
+        return truncate_below(
+            self.spark(),
+            self.store,
+            segment,
+            keep_below,
+            out_rel,
+            keys=keys,
+            identity_origins=identity_origins,
+        )
+
+    def cut_files(self, segment: Segment, from_seq: int) -> None:
+        """`drill disaster`; see `adapters.logstore.drill.cut_files` (local files, no Spark)."""
+        from replctl.adapters.logstore.drill import cut_files
+
+        cut_files(self.store, segment, from_seq)
+
+    def compact(
+        self,
+        segments: Sequence[Segment],
+        out_rel: str,
+        *,
+        keys: Sequence[str] | None = None,
+        identity_origins: Sequence[str] = (),
+    ) -> SegmentStats:
+        """Merge segments into one at `out_rel` (compaction)."""
+        from replctl.adapters.spark.jobs import compact
+
+        return compact(
+            self.spark(), self.store, segments, out_rel, keys=keys, identity_origins=identity_origins
+        )

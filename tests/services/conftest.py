@@ -1,0 +1,67 @@
+"""The service tier: the same stories through the services over two data planes (tests/services/stories.py).
+
+`plane` is the in-memory fake (tests/fakes, no JVM) or the real Spark adapter (`adapters.dataplane.Engine` on
+the run's shared local session); the catalog is the real SQLite catalog in a temporary file for both. A dict
+catalog would be a second implementation of the catalog schema and of its transaction rules (fencing, the
+catalog version), which the catalog contract suite already checks against SQLite and PostgreSQL; SQLite needs
+no server and no JVM, so the fake tier stays fast with the real catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.dataplane import FakeDataPlane
+
+from replctl.adapters.catalog import migrate
+from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.dataplane import Engine
+from replctl.adapters.logstore import LogStore
+from replctl.config import Settings
+from replctl.services.ports import DataPlane
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Iterator[Catalog]:
+    """An empty catalog migrated to head, in a SQLite file of its own."""
+    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    migrate.upgrade(url)
+    with Catalog(url) as opened:
+        yield opened
+
+
+class _SharedSessionEngine(Engine):
+    """The real data plane, its jobs run on the test run's one Spark session (tests/spark_session.py)."""
+
+    def __init__(self, store: LogStore, session: Any, home: Path) -> None:
+        settings = Settings(
+            db="",
+            store=str(store.root),
+            backup_store="",
+            spark_master="local[2]",
+            spark_remote=None,
+            spark_conf=(),
+            output="text",
+            file_mode=0o600,
+            home=home,  # unused: the session is given
+            config_path=None,
+        )
+        super().__init__(store, settings)
+        self._session = session
+
+    def spark(self) -> Any:
+        """The shared session, never another."""
+        return self._session
+
+
+@pytest.fixture(params=["fake", pytest.param("spark", marks=pytest.mark.spark)])
+def plane(request: pytest.FixtureRequest, tmp_path: Path) -> DataPlane:
+    """The data plane a story runs on: the fake, or Spark (the contract side)."""
+    if request.param == "fake":
+        return FakeDataPlane()
+    store = LogStore(tmp_path / "logs")
+    store.create_root()
+    return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home")

@@ -1,0 +1,280 @@
+"""Scenario stories through the services, each run on the in-memory data plane and on Spark (conftest `plane`).
+
+The fake side needs no JVM and runs in seconds; the Spark side is the contract that keeps the fake honest: a
+story that passes on one plane and fails on the other shows where the fake (or the adapter) is wrong. Each
+story asserts the exact stored logs and clocks, or the exact refusal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replctl.core.model import Role
+from replctl.errors import Refused
+from replctl.services import compaction, deletion, logs, recovery, replication, retirement, topology
+from replctl.services.logs import AppendSource
+from replctl.services.ports import Catalog, DataPlane
+
+
+def _locations(catalog: Catalog, *names: str) -> None:
+    for name in names:
+        topology.add_location(catalog, name, Role.READ_WRITE)
+
+
+def _append(catalog: Catalog, plane: DataPlane, name: str, *keys: str) -> None:
+    source = logs.read_source([f'{{"key": "{k}"}}' for k in keys], None, None, 0, location=name)
+    assert isinstance(source, AppendSource)
+    logs.append(catalog, plane, name, source)
+
+
+def _log(catalog: Catalog, plane: DataPlane, name: str) -> list[tuple[Any, ...]]:
+    """(seq, origin, origin_time, vt, key) of every stored event of `name`'s log, in seq order."""
+    events = logs.show(catalog, plane, name)["events"]
+    return [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in events]
+
+
+def _state(catalog: Catalog, name: str) -> tuple[int, dict[str, int], int, dict[str, int]]:
+    """seq, CVV, deleted_upto and DVV of a location, as the catalog holds them."""
+    with catalog.transaction(readonly=True) as tx:
+        loc = tx.location(name)
+    assert loc is not None
+    return loc.seq, loc.cvv.to_dict(), loc.deleted_upto, loc.dvv.to_dict()
+
+
+def _pass(doc: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [p for p in doc["passes"] if (p["source"], p["target"]) == (source, target)]
+    assert len(found) == 1, doc["passes"]
+    return found[0]
+
+
+def test_appends_are_numbered_by_em1(catalog: Catalog, plane: DataPlane) -> None:
+    _locations(catalog, "A", "B")
+    _append(catalog, plane, "B", "b1")
+    topology.add_connection(catalog, "B", "A")
+    replication.replicate_one(catalog, plane, "B", "A")
+    _append(catalog, plane, "A", "a1", "a2")
+    # EM1: seq = origin_time, vt = CVV ⊔ {A: seq}: the events A emits after receiving b1 depend on it.
+    assert _log(catalog, plane, "A") == [
+        (1, "B", 1, {"B": 1}, "b1"),
+        (2, "A", 2, {"A": 2, "B": 1}, "a1"),
+        (3, "A", 3, {"A": 3, "B": 1}, "a2"),
+    ]
+    assert _state(catalog, "A") == (3, {"A": 3, "B": 1}, 0, {})
+
+
+def test_a_filtered_connection_delivers_only_what_the_filter_affirms(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", filter_expr="key <> 'e2'")
+    _append(catalog, plane, "A", "e1", "e2", "e3")
+    doc = replication.replicate_all(catalog, plane)
+    report = _pass(doc, "A", "B")
+    assert (report["examined"], report["written"], report["skipped_filter"], report["progress"]) == (
+        3,
+        2,
+        1,
+        3,
+    )
+    # REP1 (4): written events keep origin, origin_time and vt; M4 allows the gap the filter left.
+    assert _log(catalog, plane, "B") == [(1, "A", 1, {"A": 1}, "e1"), (3, "A", 3, {"A": 3}, "e3")]
+    seq, cvv, _, _ = _state(catalog, "B")
+    assert (seq, cvv) == (3, {"A": 3})
+
+
+def test_a_segment_another_path_delivered_is_skipped_whole(catalog: Catalog, plane: DataPlane) -> None:
+    _locations(catalog, "A", "B", "C")
+    topology.add_connection(catalog, "A", "B")
+    topology.add_connection(catalog, "B", "C")
+    topology.add_connection(catalog, "A", "C")
+    _append(catalog, plane, "A", "e1", "e2")
+    replication.replicate_one(catalog, plane, "A", "B")
+    replication.replicate_one(catalog, plane, "B", "C")
+    doc = replication.replicate_one(catalog, plane, "A", "C")
+    report = _pass(doc, "A", "C")
+    # CF1 from the segment rows: CVV-C covers the segment's LUB, so progress advances with no job run.
+    assert (report["action"], report["examined"], report["written"], report["progress"]) == (
+        "advanced",
+        0,
+        0,
+        2,
+    )
+    assert _log(catalog, plane, "C") == [(1, "A", 1, {"A": 1}, "e1"), (2, "A", 2, {"A": 2}, "e2")]
+
+
+def test_the_causality_filter_skips_events_another_path_delivered(catalog: Catalog, plane: DataPlane) -> None:
+    _locations(catalog, "A", "B", "C")
+    topology.add_connection(catalog, "A", "B")
+    topology.add_connection(catalog, "B", "C")
+    topology.add_connection(catalog, "A", "C")
+    _append(catalog, plane, "A", "e1")
+    replication.replicate_one(catalog, plane, "A", "B")
+    replication.replicate_one(catalog, plane, "B", "C")
+    _append(catalog, plane, "A", "e2")
+    # One segment holding e1 (which C has, through B) and e2 (which it lacks): the pass must read it.
+    compacted = compaction.compact(catalog, plane, "A")
+    assert compacted["segments_after"] == 1, compacted
+    doc = replication.replicate_one(catalog, plane, "A", "C")
+    report = _pass(doc, "A", "C")
+    # REP1 (1): the pass skips e1 (CF1) and writes only e2, its seq shifted past C's (M4 allows the gap).
+    assert (report["examined"], report["written"], report["skipped_causal"], report["progress"]) == (
+        2,
+        1,
+        1,
+        2,
+    )
+    assert _log(catalog, plane, "C") == [(1, "A", 1, {"A": 1}, "e1"), (3, "A", 2, {"A": 2}, "e2")]
+    seq, cvv, _, _ = _state(catalog, "C")
+    assert (seq, cvv) == (3, {"A": 2})
+
+
+def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: DataPlane) -> None:
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B")
+    _append(catalog, plane, "A", "e1", "e2")
+    _append(catalog, plane, "A", "e3", "e4")
+    replication.replicate_all(catalog, plane)
+    doc = deletion.delete(catalog, plane, "A", upto=3)
+    assert (doc["deleted_upto"], doc["dvv"], doc["pending"]) == (3, {"A": 3}, False)
+    # DEL1: the straddling segment (e3, e4) is rewritten to keep e4; DEL2: DVV is the LUB of what went.
+    assert _log(catalog, plane, "A") == [(4, "A", 4, {"A": 4}, "e4")]
+    assert _state(catalog, "A") == (4, {"A": 4}, 3, {"A": 3})
+
+
+def test_deletion_waits_for_a_target_that_lacks_the_events(catalog: Catalog, plane: DataPlane) -> None:
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B")
+    _append(catalog, plane, "A", "e1", "e2", "e3")
+    replication.replicate_all(catalog, plane)
+    _append(catalog, plane, "A", "e4", "e5")
+    dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True)
+    doc = deletion.delete(catalog, plane, "A", upto=5)
+    # DEL3: B lacks seq 4 onward, so the cut stops at 3 and the rest waits as a pending deletion.
+    assert (doc["deleted_upto"], doc["pending"], doc["pending_upto"], doc["blocked_by"]) == (
+        3,
+        True,
+        5,
+        [{"target": "B", "first_blocked_seq": 4}],
+    )
+    assert {k: dry[k] for k in ("deleted_upto", "dvv", "pending_upto")} == {
+        k: doc[k] for k in ("deleted_upto", "dvv", "pending_upto")
+    }
+    assert _log(catalog, plane, "A") == [(4, "A", 4, {"A": 4}, "e4"), (5, "A", 5, {"A": 5}, "e5")]
+    # DEL4: the next replication delivers them and retries the deletion.
+    replication.replicate_all(catalog, plane)
+    assert _log(catalog, plane, "A") == []
+    assert _state(catalog, "A") == (5, {"A": 5}, 5, {"A": 5})
+
+
+def test_the_fast_bootstrap_copies_segments_and_ends_as_an_ordinary_pass(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "FAST", "SLOW")
+    _append(catalog, plane, "A", "a1", "a2")
+    _append(catalog, plane, "A", "a3")
+    topology.add_connection(catalog, "A", "FAST")
+    # "true" admits everything but is a filter, so this connection takes the ordinary pass.
+    topology.add_connection(catalog, "A", "SLOW", filter_expr="true")
+    fast = _pass(replication.replicate_one(catalog, plane, "A", "FAST"), "A", "FAST")
+    slow = _pass(replication.replicate_one(catalog, plane, "A", "SLOW"), "A", "SLOW")
+    assert (fast["action"], slow["action"]) == ("copied", "ran")
+    assert (fast["written"], fast["progress"]) == (slow["written"], slow["progress"]) == (3, 3)
+    expected = [(1, "A", 1, {"A": 1}, "a1"), (2, "A", 2, {"A": 2}, "a2"), (3, "A", 3, {"A": 3}, "a3")]
+    assert _log(catalog, plane, "FAST") == _log(catalog, plane, "SLOW") == expected
+    assert _state(catalog, "FAST") == _state(catalog, "SLOW") == (3, {"A": 3}, 0, {})
+
+
+def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "A", "a1")
+    replication.replicate_all(catalog, plane)
+    _append(catalog, plane, "A", "a2", "a3")  # never reached B: lost for good below
+    recovery.drill(catalog, plane, "A", 2)
+    plan = recovery.recover(catalog, plane, "A", dry_run=True)
+    assert (plan["lost_from"], plan["rounds"]) == (2, [{"round": 1, "sources": ["B"], "written": None}])
+    doc = recovery.recover(catalog, plane, "A")
+    # DR2: A re-reads B from the start; DR1: T is the seq recorded before the loss, never reused.
+    assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
+    assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}
+    _append(catalog, plane, "A", "a4")
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (4, "A", 4, {"A": 4}, "a4")]
+    replication.replicate_all(catalog, plane)
+    assert [e[4] for e in _log(catalog, plane, "B")] == ["a1", "a4"]
+
+
+def test_pruning_a_retired_clock_drops_it_from_every_vt_and_keeps_it_in_the_cvvs(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "Z")
+    topology.add_connection(catalog, "Z", "A", both=True)
+    _append(catalog, plane, "Z", "z1", "z2")
+    replication.replicate_one(catalog, plane, "Z", "A")
+    _append(catalog, plane, "A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
+    topology.remove_connection(catalog, "Z", "A", both=True)
+    outcome = retirement.retire(catalog, plane, "Z", prune_clock=True)
+    assert outcome.pruning is not None and outcome.pruning["recorded"] is True
+    # RET2: no vt holds Z; the events keep their identity (M3) and the CVVs keep Z:2 (RET4).
+    assert _log(catalog, plane, "A") == [
+        (1, "Z", 1, {}, "z1"),
+        (2, "Z", 2, {}, "z2"),
+        (3, "A", 3, {"A": 3}, "a1"),
+    ]
+    assert _log(catalog, plane, "Z") == [(1, "Z", 1, {}, "z1"), (2, "Z", 2, {}, "z2")]
+    assert _state(catalog, "A")[1] == {"A": 3, "Z": 2}
+
+
+def test_pruning_is_refused_while_a_location_lacks_the_retired_clock_ret3(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B", "Z")
+    topology.add_connection(catalog, "Z", "A", both=True)
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "Z", "z1", "z2")
+    replication.replicate_one(catalog, plane, "Z", "A")
+    topology.remove_connection(catalog, "Z", "A", both=True)
+    with pytest.raises(Refused) as refused:
+        retirement.retire(catalog, plane, "Z", prune_clock=True)
+    assert (refused.value.code, refused.value.message) == (
+        "RET3",
+        "refused [RET3]: the events of Z have not finished spreading: B has Z:0, but Z:2 is held elsewhere; "
+        "Z's clock is pruned only once every remaining location has it (RET3)",
+    )
+    assert refused.value.details["lagging"] == [{"location": "B", "entry": 0, "needed": 2}]
+    # Refused before anything is recorded: Z is still active and every log keeps Z in its vts.
+    with catalog.transaction(readonly=True) as tx:
+        z = tx.location("Z")
+    assert z is not None and not z.retired
+    assert _log(catalog, plane, "A") == [(1, "Z", 1, {"Z": 1}, "z1"), (2, "Z", 2, {"Z": 2}, "z2")]
+
+
+def test_a_location_added_after_a_deletion_waits_until_it_can_miss_nothing_add1(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "B", "C")
+    topology.add_connection(catalog, "A", "B", both=True)
+    topology.add_connection(catalog, "B", "C", both=True)
+    _append(catalog, plane, "A", "e1", "e2", "e3")
+    replication.replicate_one(catalog, plane, "A", "B")  # B has e1..e3, C not yet
+    deletion.delete(catalog, plane, "A", upto=2)  # allowed: A's only target B has them
+    _locations(catalog, "D")
+    topology.add_connection(catalog, "A", "D", both=True)
+    topology.add_connection(catalog, "C", "D", both=True)
+    with catalog.transaction(readonly=True) as tx:
+        states = {c.key: c.state.value for c in tx.connections()}
+    # ADD1: A deleted e1, e2, which D lacks: A→D waits while D may still get them through C.
+    assert (states[("A", "D")], states[("D", "A")], states[("C", "D")]) == ("pending", "active", "active")
+    replication.replicate_all(catalog, plane)
+    with catalog.transaction(readonly=True) as tx:
+        assert {c.key: c.state.value for c in tx.connections()}[("A", "D")] == "active"
+    for name in "BCD":
+        assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, name)] == [
+            ("A", 1, "e1"),
+            ("A", 2, "e2"),
+            ("A", 3, "e3"),
+        ], name
+    assert _log(catalog, plane, "A") == [(3, "A", 3, {"A": 3}, "e3")]
