@@ -202,14 +202,6 @@ def _who() -> str:
         return "unknown"
 
 
-def readable(backups: BackupStore) -> list[bk.Manifest] | None:
-    """Every backup, or None when the backup store cannot be read (`status` then answers BK3 `unknown`)."""
-    try:
-        return backups.manifests()
-    except EnvironmentFailure:
-        return None
-
-
 def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
     """`backup list [LOC]`: complete backups, oldest first."""
     return {
