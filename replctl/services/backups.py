@@ -146,7 +146,7 @@ def _backup(
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
-            return backups.put_segment(store, p.segment.path, p.segment.file_names)
+            return backups.put_segment(store, p.segment.path, p.segment.file_names, recorded=p.segment.files)
         if p.source == HELD:
             return _held(backups, p.segment.path)
         return p.bytes, p.digest or ""
