@@ -9,10 +9,10 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from replctl.adapters.catalog.tables import Base
+from replctl.adapters.catalog.tables import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _configure(connection: object) -> None:

@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
 from replctl.core.backups import Manifest, age_order
+from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import digest, write_atomically
 
@@ -94,35 +95,61 @@ class BackupStore:
         without a manifest, see the module docstring)."""
         return self._fs is None and self._segment(path).is_dir()
 
-    def put_segment(self, source: LogStore, path: str, names: Sequence[str] | None = None) -> tuple[int, str]:
+    def put_segment(
+        self,
+        source: LogStore,
+        path: str,
+        names: Sequence[str] | None = None,
+        *,
+        recorded: Sequence[SegmentFile] | None = None,
+    ) -> tuple[int, str]:
         """Copy the data files `names` of segment `path` of the log store `source` in as `path` (None: every
         data file of the folder, for a row that does not name its files; a file the row does not name is not
-        the segment's, issue 19); returns (bytes, digest) of the copy, computed while copying so that every
-        byte is read once. The folder appears only when whole (a rename; remote: a move, and the manifest
-        vouches for it).
+        the segment's, issue 19); returns (bytes, digest) of the copy. The folder appears only when whole (a
+        rename; remote: a move, and the manifest vouches for it).
 
         Only data files are copied (`_is_data`): the manifest's digest covers every byte the backup holds.
         `_SUCCESS` and `.crc` made three of the four files of a Spark-written segment, and creating files is
         what a copy of small segments spends its time on.
+
+        A file whose size and sha256 the segment's row `recorded` at write, copied from a local log store into
+        a local backup store, is copied by the kernel (`shutil.copyfile`: no byte passes through Python, which
+        made a full backup four times a `cp -r`, issue 16) and stands under the digest recorded at write, its
+        copy's size checked against the row. That digest is what the log was written as: should the source
+        file have changed since, `backup verify` and a restore, which hash the copy, find the backup damaged
+        instead of vouching for the changed bytes. Any other file is read once, digested while copied.
         """
         target = f"segments/{path}"
         temporary = f"segments/{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex[:8]}.tmp"
         whole = hashlib.sha256()
         size = 0
+        known = (
+            {f.name: f for f in recorded or () if f.sha256 is not None}
+            if source.is_local and self._fs is None
+            else {}
+        )
         try:
             self._make_folder(temporary)
             # The same digest as `segment_digest` of the copy: relative path and content of each file, sorted.
             for relative, opened in _source_files(source, path, names):
-                sha = hashlib.sha256()
                 if "/" in relative:
                     self._make_folder(f"{temporary}/{relative.rsplit('/', 1)[0]}", exist_ok=True)
-                with opened() as src, self._create(f"{temporary}/{relative}") as dst:
-                    while chunk := src.read(_CHUNK):
-                        sha.update(chunk)
-                        dst.write(chunk)
-                        size += len(chunk)
+                entry = known.get(relative)
+                if entry is not None and entry.sha256 is not None:
+                    size += self._copy_recorded(
+                        source.local_path(path) / relative, f"{temporary}/{relative}", entry
+                    )
+                    file_sha = entry.sha256
+                else:
+                    sha = hashlib.sha256()
+                    with opened() as src, self._create(f"{temporary}/{relative}") as dst:
+                        while chunk := src.read(_CHUNK):
+                            sha.update(chunk)
+                            dst.write(chunk)
+                            size += len(chunk)
+                    file_sha = sha.hexdigest()
                 whole.update(relative.encode() + b"\0")
-                whole.update(sha.hexdigest().encode() + b"\n")
+                whole.update(file_sha.encode() + b"\n")
             if self._fs is not None:
                 # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
                 self._remove_folder(target, missing_ok=True)
@@ -134,6 +161,16 @@ class BackupStore:
                 f"cannot copy {source.uri(path)} into the backup store {self.uri}: {exc}", code="backup-store"
             ) from exc
         return size, whole.hexdigest()
+
+    def _copy_recorded(self, source: Path, relative: str, recorded: SegmentFile) -> int:
+        """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""
+        copy = self.root.joinpath(*relative.split("/"))
+        shutil.copyfile(source, copy)
+        size = copy.stat().st_size
+        if size != recorded.size:
+            # Segments are immutable: a different size is a damaged source, never a backup of it (DR0).
+            raise OSError(f"{source} holds {size} bytes, but its segment row says {recorded.size}")
+        return size
 
     def segment_digest(self, path: str) -> str | None:
         """The digest of a held segment copy (as `put_segment` returns it), None when it is missing."""

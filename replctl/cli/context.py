@@ -85,15 +85,15 @@ class AppContext:
 
     def manifests(self) -> list[Manifest] | None:
         """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""
+        # The adapter directly, not through services.backups: `status` calls this, and that module pulls in the
+        # log and Spark-result modules that a light command must not import (issue 17).
         from replctl.adapters.backupstore import BackupStore
         from replctl.errors import EnvironmentFailure
-        from replctl.services.backups import readable
 
         try:
-            store = BackupStore(self.settings.backup_store)
+            return BackupStore(self.settings.backup_store).manifests()
         except EnvironmentFailure:
             return None
-        return readable(store)
 
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session.

@@ -5,8 +5,9 @@ declared group is contracted to one node (RFC1); groups that share a member cont
 between the same two nodes collapse, and edges inside a group vanish. F1 then asks for every filtered edge to
 be a bridge of this simple graph.
 
-networkx costs about 0.2 s to import, so it is imported where a graph is searched, never at import time
-(architecture.md: commands that need no graph stay fast).
+The searches are plain Python (BFS, Tarjan's bridges): `status` and `topology validate` run them on every call,
+and networkx costs about 0.2 s to import, more than any search here (issue 17). The tests check them against
+networkx.
 """
 
 from __future__ import annotations
@@ -43,13 +44,38 @@ class ContractedView:
         return frozenset((a, b))
 
     def bridges(self) -> set[UEdge]:
-        """The bridges of the contracted simple graph (linear time)."""
-        import networkx as nx
+        """The bridges of the contracted simple graph (linear time, iterative Tarjan lowlinks).
 
-        graph = nx.Graph()
-        graph.add_nodes_from(self.adjacency)
-        graph.add_edges_from((a, b) for a, neighbours in self.adjacency.items() for b in neighbours if a < b)
-        return {frozenset(edge) for edge in nx.bridges(graph)}
+        Pure Python rather than networkx: `status` and `topology validate` run this on every call, and
+        importing networkx alone costs more than the whole search on a thousand locations (issue 17).
+        An edge parent–child of the DFS tree is a bridge iff no back edge from child's subtree reaches
+        parent or above (low[child] > order[parent]); the graph is simple, so skipping the one tree edge
+        back to the parent is exact.
+        """
+        order: dict[Node, int] = {}
+        low: dict[Node, int] = {}
+        found: set[UEdge] = set()
+        for root in self.adjacency:
+            if root in order:
+                continue
+            order[root] = low[root] = len(order)
+            # Each frame: (node, its DFS parent, the neighbours still to visit).
+            stack = [(root, root, iter(self.adjacency[root]))]
+            while stack:
+                node, parent, pending = stack[-1]
+                child = next(pending, None)
+                if child is None:
+                    stack.pop()
+                    if node != parent:
+                        low[parent] = min(low[parent], low[node])
+                        if low[node] > order[parent]:
+                            found.add(frozenset((parent, node)))
+                elif child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append((child, node, iter(self.adjacency[child])))
+                elif child != parent:
+                    low[node] = min(low[node], order[child])
+        return found
 
     def path_avoiding(self, start: Node, goal: Node) -> list[Node] | None:
         """A shortest path start … goal that does not use the direct edge start–goal (BFS), or None.

@@ -145,28 +145,32 @@ def read_only_violations(state: TopologyState) -> list[Violation]:
 def reachability_warnings(state: TopologyState) -> list[Violation]:
     """ROLE2 (warnings): writes of a read-write location that cannot reach another read-write location.
 
-    Uses the condensation into strongly connected components and bit sets, so it stays linear-ish for a
+    Uses the strongly connected components (Tarjan, in pure Python: `status` runs this on every call and
+    importing networkx would cost more than the search, issue 17) and bit sets, so it stays linear-ish for a
     thousand locations rather than a search per pair.
     """
-    import networkx as nx
-
     writers = sorted(name for name in state.locations if state.roles.get(name) is Role.READ_WRITE)
     if len(writers) < 2:
         return []
-    graph = nx.DiGraph()
-    graph.add_nodes_from(state.locations)
-    graph.add_edges_from(state.current)
-    condensed = nx.condensation(graph)
-    component_of: dict[str, int] = condensed.graph["mapping"]
+    successors: dict[str, set[str]] = {name: set() for name in state.locations}
+    for source, target in state.current:
+        successors.setdefault(source, set()).add(target)
+        successors.setdefault(target, set())
     bit = {writer: 1 << index for index, writer in enumerate(writers)}
+    component_of: dict[str, int] = {}
     reach: dict[int, int] = {}
-    for component in reversed(list(nx.topological_sort(condensed))):
+    # Tarjan emits a component only after every component it reaches, so each component's mask can be
+    # completed from its successors' masks as it is emitted.
+    for index, members in enumerate(_strong_components(successors)):
         mask = 0
-        for member in condensed.nodes[component]["members"]:
+        for member in members:
+            component_of[member] = index
             mask |= bit.get(member, 0)
-        for successor in condensed.successors(component):
-            mask |= reach[successor]
-        reach[component] = mask
+        for member in members:
+            for successor in successors[member]:
+                if successor not in members:
+                    mask |= reach[component_of[successor]]
+        reach[index] = mask
     everyone = (1 << len(writers)) - 1
     warnings: list[Violation] = []
     for writer in writers:
@@ -189,6 +193,52 @@ def reachability_warnings(state: TopologyState) -> list[Violation]:
             )
         )
     return warnings
+
+
+def _strong_components(successors: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of a directed graph, each after every component it reaches.
+
+    Iterative Tarjan (no recursion limit on a long chain of locations); nodes are visited in sorted order so
+    that the result depends on the graph only.
+    """
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[set[str]] = []
+    for root in sorted(successors):
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        frames = [(root, iter(sorted(successors[root])))]
+        while frames:
+            node, pending = frames[-1]
+            child = next(pending, None)
+            if child is not None:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    on_stack.add(child)
+                    frames.append((child, iter(sorted(successors[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], order[child])
+                continue
+            frames.pop()
+            if frames:
+                parent = frames[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == order[node]:
+                component: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                components.append(component)
+    return components
 
 
 def admission_projection(state: TopologyState, source: str, target: str) -> frozenset[str]:

@@ -187,7 +187,7 @@ def _copy(store: LogStore, backups: BackupStore, planned: list[_PlannedSegment])
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
-            return backups.put_segment(store, p.segment.path, p.segment.file_names)
+            return backups.put_segment(store, p.segment.path, p.segment.file_names, recorded=p.segment.files)
         if p.source == HELD:
             return _held(backups, p.segment.path)
         return p.bytes, p.digest or ""
@@ -257,14 +257,6 @@ def _who() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
-
-
-def readable(backups: BackupStore) -> list[bk.Manifest] | None:
-    """Every backup, or None when the backup store cannot be read (`status` then answers BK3 `unknown`)."""
-    try:
-        return backups.manifests()
-    except EnvironmentFailure:
-        return None
 
 
 def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:

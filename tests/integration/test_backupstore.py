@@ -13,8 +13,10 @@ import pytest
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.logstore import LogStore
 from replctl.core.backups import BackupSegment, Manifest
+from replctl.core.model import SegmentFile
 from replctl.core.vectortime import VectorTime
-from replctl.localfiles import digest
+from replctl.errors import EnvironmentFailure
+from replctl.localfiles import digest, file_digest
 
 SEGMENT = "A/seg-0000000000000000001-0123abcd"
 
@@ -94,3 +96,32 @@ def test_a_file_uri_with_an_encoded_space_is_the_folder_it_names(tmp_path: Path,
     backups.put_segment(logs, SEGMENT)
     assert (root / "segments" / SEGMENT).is_dir()
     assert backups.segment_store().local_path(SEGMENT) == root / "segments" / SEGMENT
+
+
+def test_a_recorded_file_is_copied_under_its_write_digest_and_a_changed_source_shows_as_damage(
+    tmp_path: Path, logs: LogStore
+) -> None:
+    # Issue 16: a file whose row recorded size and sha256 at write is copied by the kernel, unread by Python,
+    # and stands under the digest recorded at write (BK1).
+    data = logs.local_path(SEGMENT) / "part-00000-x.snappy.parquet"
+    recorded = (SegmentFile(data.name, 6000, sha256=file_digest(data)),)
+    streamed = BackupStore(tmp_path / "streamed")
+    fast = BackupStore(tmp_path / "fast")
+    assert fast.put_segment(logs, SEGMENT, [data.name], recorded=recorded) == streamed.put_segment(
+        logs, SEGMENT
+    )
+    assert fast.segment_digest(SEGMENT) == streamed.segment_digest(SEGMENT)
+    # The source changes after its write (same size): the backup does not vouch for the changed bytes; the
+    # digest of its copy differs from the one it returns for the manifest, which `backup verify` and a
+    # restore compare (BK2: a damaged backup exits 6).
+    data.write_bytes(b"EVENTS" * 1000)
+    changed = BackupStore(tmp_path / "changed")
+    size, sha = changed.put_segment(logs, SEGMENT, [data.name], recorded=recorded)
+    assert (size, sha) == (6000, fast.segment_digest(SEGMENT))
+    assert changed.segment_digest(SEGMENT) != sha
+    # A size other than the recorded one is a damaged source: refused (exit 6), no copy left behind.
+    data.write_bytes(b"events")
+    with pytest.raises(EnvironmentFailure, match="holds 6 bytes, but its segment row says 6000"):
+        BackupStore(tmp_path / "short").put_segment(logs, SEGMENT, [data.name], recorded=recorded)
+    assert BackupStore(tmp_path / "short").segment_digest(SEGMENT) is None
+    assert list((tmp_path / "short" / "segments" / "A").iterdir()) == []

@@ -12,7 +12,7 @@ from sqlalchemy import inspect, text
 
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.engine import make_engine
-from replctl.adapters.catalog.tables import Base
+from replctl.adapters.catalog.tables import metadata
 from replctl.errors import CatalogOutdated, EnvironmentFailure
 
 
@@ -34,7 +34,7 @@ def test_upgrade_creates_every_table_and_records_the_head_revision(catalog_url: 
             tables = set(inspect(conn).get_table_names())
     finally:
         engine.dispose()
-    assert set(Base.metadata.tables) | {migrate.VERSION_TABLE} == tables
+    assert set(metadata.tables) | {migrate.VERSION_TABLE} == tables
     assert _revision(catalog_url) == migrate.head_revision()
 
 

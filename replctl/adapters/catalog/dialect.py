@@ -12,20 +12,20 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
-from replctl.adapters.catalog.tables import Base
+from replctl.adapters.catalog.tables import metadata
 from replctl.errors import EnvironmentFailure
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql
 
-LOCATIONS: Table = Base.metadata.tables["locations"]
-CONNECTIONS: Table = Base.metadata.tables["connections"]
-CHANGES: Table = Base.metadata.tables["topology_changes"]
-SEGMENTS: Table = Base.metadata.tables["segments"]
-PENDING_DELETIONS: Table = Base.metadata.tables["pending_deletions"]
-OPERATIONS: Table = Base.metadata.tables["operations"]
-OPERATION_STEPS: Table = Base.metadata.tables["operation_steps"]
-LEASES: Table = Base.metadata.tables["leases"]
+LOCATIONS: Table = metadata.tables["locations"]
+CONNECTIONS: Table = metadata.tables["connections"]
+CHANGES: Table = metadata.tables["topology_changes"]
+SEGMENTS: Table = metadata.tables["segments"]
+PENDING_DELETIONS: Table = metadata.tables["pending_deletions"]
+OPERATIONS: Table = metadata.tables["operations"]
+OPERATION_STEPS: Table = metadata.tables["operation_steps"]
+LEASES: Table = metadata.tables["leases"]
 
 
 def insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:

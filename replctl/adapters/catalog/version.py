@@ -29,10 +29,10 @@ from sqlalchemy import Engine, Table, event, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.dml import UpdateBase
 
-from replctl.adapters.catalog.tables import Base
+from replctl.adapters.catalog.tables import metadata
 from replctl.errors import EnvironmentFailure
 
-CATALOG_STATE: Table = Base.metadata.tables["catalog_state"]
+CATALOG_STATE: Table = metadata.tables["catalog_state"]
 
 # Tables whose writes do not change the catalog's state as a plan sees it (see the module docstring).
 NON_STATE_TABLES = frozenset({"operations", "operation_steps", "leases", CATALOG_STATE.name})
