@@ -108,4 +108,31 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> int:
     except OSError:
         temporary.unlink(missing_ok=True)
         raise
+    sync_folder_entry(path)
     return len(data)
+
+
+def sync_tree(folder: Path) -> None:
+    """fsync every file under `folder`, then the folders themselves, so that what a later write (a backup's
+    manifest, BK1) vouches for is on disk before it, not only in the page cache. OSError propagates."""
+    folders = [folder]
+    for entry in folder.rglob("*"):
+        if entry.is_dir():
+            folders.append(entry)
+        elif entry.is_file():
+            _fsync(entry, os.O_RDONLY)
+    for each in reversed(folders):
+        _fsync(each, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def sync_folder_entry(path: Path) -> None:
+    """fsync the folder holding `path`: a rename or a new file is durable only once its folder is."""
+    _fsync(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    descriptor = os.open(path, flags)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -30,7 +30,7 @@ from replctl.adapters.logstore import LogStore, arrow_uri
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
-from replctl.localfiles import digest, write_atomically
+from replctl.localfiles import digest, sync_folder_entry, sync_tree, write_atomically
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -153,7 +153,13 @@ class BackupStore:
             if self._fs is not None:
                 # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
                 self._remove_folder(target, missing_ok=True)
+            else:
+                # On disk before the manifest names it (BK1): a power cut must not leave a listed backup
+                # whose files were still only in the page cache.
+                sync_tree(self.root.joinpath(*temporary.split("/")))
             self._move(temporary, target)
+            if self._fs is None:
+                sync_folder_entry(self.root.joinpath(*target.split("/")))
         except OSError as exc:
             with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
                 self._remove_folder(temporary, missing_ok=True)
