@@ -173,7 +173,8 @@ def test_the_report_draws_the_topology_and_matches_status_without_spark(rc: Repl
     # Operator text is shown as text, never as markup.
     assert "closed <script>alert('x')</script> & gone" in ops[0].text
     assert "<script>alert" not in text
-    assert "closed &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; gone" in text
+    # As Jinja2's autoescape (markupsafe) writes it: `'` as &#39;.
+    assert "closed &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; gone" in text
     warnings = page.find("ul", "warnings")[0].text
     assert "ROLE2" in warnings  # D's writes cannot leave D: C→D is its only connection
 
@@ -346,7 +347,7 @@ def test_chromium_loads_the_page_without_script_errors_and_its_screenshot_is_kep
 
 def test_the_report_lists_the_locations_a_total_loss_would_hurt() -> None:
     # BK3 in the page: the same answer as `status`, with what would be lost and the command that fixes it.
-    from replctl.report_page import pending_html
+    from replctl.report.page import pending_html
 
     doc = {
         "locations": [
