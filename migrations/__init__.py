@@ -1,1 +1,2 @@
-"""Alembic revisions of the replctl catalog (shipped with the package so `replctl db upgrade` finds them)."""
+"""Alembic revisions of the replctl catalog, installed as `replctl.migrations` (so `replctl db upgrade` finds them
+in the package; pyproject maps this folder there)."""

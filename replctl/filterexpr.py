@@ -188,7 +188,27 @@ def _parse(text: str) -> exp.Expr:
         ) from error
     if tree is None:
         raise BadFilter("empty filter expression (line 1, column 1)", details={"line": 1, "column": 1})
+    _check_connectives(text, tree)
     return tree
+
+
+def _check_connectives(text: str, tree: exp.Expr) -> None:
+    """Refuse an AND or OR that the parser dropped: sqlglot reads `key = OR (key = 'a')` as
+    `key = (key = 'a')`, so the filter recorded would not be the one typed. Every AND and OR token must be a
+    conjunction or disjunction of the tree (or the AND of a BETWEEN)."""
+    from sqlglot import TokenType
+    from sqlglot import exp as expressions
+    from sqlglot.dialects.dialect import Dialect
+
+    typed = sum(
+        t.token_type in (TokenType.AND, TokenType.OR) for t in Dialect.get_or_raise(DIALECT).tokenize(text)
+    )
+    parsed = sum(1 for _ in tree.find_all(expressions.And, expressions.Or, expressions.Between))
+    if parsed < typed:
+        raise BadFilter(
+            f"syntax error in filter {text.strip()!r}: an AND or OR has no condition on one side",
+            details={"expression": text},
+        )
 
 
 def _plain(description: str) -> str:

@@ -12,7 +12,6 @@ from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import render_topology_outcome, topology_outcome_json, vector_text
 from replctl.core.model import Role
-from replctl.services.lookup import get_location
 from replctl.services.views import location_json
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
@@ -53,8 +52,9 @@ def list_(ctx: typer.Context) -> None:
     """List every location, retired ones included."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction(readonly=True) as tx:
-            return tx.locations()
+        from replctl.services.locations import all_locations
+
+        return all_locations(app.catalog())
 
     def render(app: AppContext, locations: Any) -> None:
         if app.json:
@@ -81,17 +81,12 @@ def show(ctx: typer.Context, name: str) -> None:
     """Show one location: metadata, connections in and out, segments."""
 
     def action(app: AppContext) -> Any:
-        from replctl.services.damage import find_damage
+        from replctl.services.locations import location_detail
 
-        with app.catalog().transaction(readonly=True) as tx:
-            loc = get_location(tx, name)
-            conns = [c for c in tx.connections() if name in (c.source, c.target)]
-            segments = tx.segments(name)
-        damage = None if loc.retired else find_damage(app.engine().store, segments)
-        return loc, conns, segments, damage
+        return location_detail(app.catalog(), name, lambda: app.engine().store)
 
     def render(app: AppContext, out: Any) -> None:
-        loc, conns, segments, damage = out
+        loc, conns, segments, damage = out.location, out.connections, out.segments, out.damage
         doc = {
             "ok": True,
             **location_json(loc, damage),

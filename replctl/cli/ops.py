@@ -11,7 +11,6 @@ from replctl.cli.boundary import printable, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout, timestamp_text
 from replctl.cli.render import cell, fields_text, value_text
-from replctl.errors import UnknownName
 
 app = typer.Typer(help="The operation journal.", no_args_is_help=True)
 
@@ -44,8 +43,9 @@ def list_(
     """The most recent operations, newest first."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction(readonly=True) as tx:
-            return tx.operations(limit=limit)
+        from replctl.services.journal import recent_operations
+
+        return recent_operations(app.catalog(), limit)
 
     def render(app: AppContext, ops: Any) -> None:
         if app.json:
@@ -66,19 +66,9 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
     """One operation with its plan and steps (an id prefix is enough)."""
 
     def action(app: AppContext) -> Any:
-        with app.catalog().transaction(readonly=True) as tx:
-            op = tx.operation(op_id)
-            if op is None:
-                matches = [o for o in tx.operations(limit=10_000) if o.id.startswith(op_id)]
-                if len(matches) == 1:
-                    op = tx.operation(matches[0].id)
-            if op is None:
-                raise UnknownName(
-                    f"unknown operation {op_id!r}",
-                    code="unknown-operation",
-                    hint="list them with: replctl ops list",
-                )
-            return op
+        from replctl.services.journal import find_operation
+
+        return find_operation(app.catalog(), op_id)
 
     def render(app: AppContext, op: Any) -> None:
         doc = operation_json(op, steps=True)

@@ -45,7 +45,7 @@ def report(
                     code="bad-option",
                     hint="give --html FILE with --json, or drop --json",
                 )
-            from replctl.report_page import render_page
+            from replctl.report.page import render_page
 
             doc = report_service.collect(
                 app.catalog(), app.engine().store, recent=recent, manifests=app.manifests()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from replctl.errors import Incomplete, Interrupted, LockHeld, Refused, ReplctlError
-from replctl.failpoints import hit
+from replctl.failpoints import FailpointCrash, hit
 from replctl.services.lease_keeper import LeaseKeeper
 from replctl.services.plans import AppliedPlan, stale_plan
 from replctl.services.ports import Catalog, CatalogTransaction
@@ -195,14 +195,9 @@ def operation(
     ctx = OperationContext(catalog, op_id, False)
     outcome, error = "failed", None
     keeper: LeaseKeeper | None = None
+    crashed = False
     try:
-        # Sorted so that two operators asking for the same pair agree on the order.
-        for resource in sorted(set(resources)):
-            with catalog.transaction() as tx:
-                # The holder names this process, so that a re-run after a crash can tell it died.
-                ctx.tokens[resource] = tx.acquire_lease(
-                    resource, catalog.holder_name(_actor()), op_id, LEASE_TTL_SECONDS
-                )
+        _take_leases(ctx, op_id, resources)
         keeper = LeaseKeeper(catalog, ctx.tokens, LEASE_TTL_SECONDS)
         keeper.start()
         if mode is not None:
@@ -212,6 +207,12 @@ def operation(
         hit("operation.before-finish")
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         return result
+    except FailpointCrash:
+        # A simulated power cut (`REPLCTL_FAILPOINT_MODE=raise`, REP3): a killed process journals no outcome
+        # and releases no lease, so neither does this. The in-process crash tests then meet what a real kill
+        # leaves behind (the operation running, its leases held) and recover from it the same way.
+        crashed = True
+        raise
     except (Refused, LockHeld) as exc:
         outcome, error = "refused", exc.to_json()
         raise
@@ -232,12 +233,29 @@ def operation(
         raise
     finally:
         if keeper is not None:
-            keeper.stop()
-        try:
-            with catalog.transaction() as tx:
-                for resource, token in ctx.tokens.items():
-                    tx.release_lease(resource, token)
-                tx.finish_operation(op_id, outcome, error)
-        except ReplctlError:
-            # The original error matters more; an expired lease is collected by the next holder.
-            pass
+            keeper.stop()  # a dead process renews nothing either
+        if not crashed:
+            _finish(ctx, op_id, outcome, error)
+
+
+def _take_leases(ctx: OperationContext, op_id: str, resources: list[str]) -> None:
+    """Take the lease of every resource for operation `op_id`, recording the fencing tokens in `ctx`."""
+    # Sorted so that two operators asking for the same pair agree on the order.
+    for resource in sorted(set(resources)):
+        with ctx.catalog.transaction() as tx:
+            # The holder names this process, so that a re-run after a crash can tell it died.
+            ctx.tokens[resource] = tx.acquire_lease(
+                resource, ctx.catalog.holder_name(_actor()), op_id, LEASE_TTL_SECONDS
+            )
+
+
+def _finish(ctx: OperationContext, op_id: str, outcome: str, error: dict[str, Any] | None) -> None:
+    """Release the leases of operation `op_id` and journal how it ended, in one transaction."""
+    try:
+        with ctx.catalog.transaction() as tx:
+            for resource, token in ctx.tokens.items():
+                tx.release_lease(resource, token)
+            tx.finish_operation(op_id, outcome, error)
+    except ReplctlError:
+        # The original error matters more; an expired lease is collected by the next holder.
+        pass

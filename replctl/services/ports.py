@@ -128,6 +128,14 @@ class CatalogTransaction(Protocol):
         """The latest `limit` operations, newest first, each with its steps."""
         ...
 
+    def operation(self, operation_id: str) -> Operation | None:
+        """The operation with exactly this id, with its steps, or None."""
+        ...
+
+    def operation_ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` operation ids that start with `prefix` (taken literally), in id order."""
+        ...
+
     def pending_deletion(self, location: str) -> PendingDeletion | None:
         """The waiting deletion of `location`, or None."""
         ...

@@ -2,7 +2,7 @@
 
 The report reads what `status` reads (through the status service, so the two never disagree) plus the latest
 entries of the operation journal; it changes nothing, journals nothing and never starts Spark. The page itself is
-drawn by `replctl.report_page`; this module gathers the document and writes the file atomically.
+drawn by `replctl.report.page` from its templates; this module gathers the document and writes the file atomically.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def write_html(
 
     The path is checked before the catalog is read, so a typo in it costs nothing.
     """
-    from replctl.report_page import render_page
+    from replctl.report.page import render_page
 
     target = check_target(path)
     check_replaceable(target)

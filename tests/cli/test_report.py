@@ -13,7 +13,6 @@ import shutil
 import stat
 import struct
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,7 +172,8 @@ def test_the_report_draws_the_topology_and_matches_status_without_spark(rc: Repl
     # Operator text is shown as text, never as markup.
     assert "closed <script>alert('x')</script> & gone" in ops[0].text
     assert "<script>alert" not in text
-    assert "closed &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; gone" in text
+    # As Jinja2's autoescape (markupsafe) writes it: `'` as &#39;.
+    assert "closed &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; gone" in text
     warnings = page.find("ul", "warnings")[0].text
     assert "ROLE2" in warnings  # D's writes cannot leave D: C→D is its only connection
 
@@ -273,25 +273,20 @@ def test_the_heat_map_lag_and_pending_work_show_the_numbers_of_status(story: Rep
 
 
 def chromium() -> str:
-    """The chromium binary; installed with apt-get when missing and running as root, else the test is skipped."""
+    """The chromium binary. `.ci/run` installs it; without one the test is skipped on a workstation and fails
+    under CI (`CI` set), so a green CI run always means the page was loaded in a browser."""
     found = shutil.which("chromium")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "chromium"]
-        done = subprocess.run(install, env=env, capture_output=True, timeout=900, check=False)
-        if done.returncode != 0:  # a stale package index: refresh it once and retry
-            subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=600, check=False)
-            subprocess.run(install, env=env, capture_output=True, timeout=900, check=False)
-        found = shutil.which("chromium")
     if found is None:
-        pytest.skip(
-            "chromium is not installed and could not be installed (apt-get install -y chromium as root)"
-        )
+        reason = "chromium is not installed (Debian: apt-get install chromium; .ci/run installs it as root)"
+        if os.environ.get("CI"):
+            pytest.fail(f"under CI: {reason}", pytrace=False)
+        pytest.skip(reason)
     return found
 
 
 def headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """One headless chromium run that reaches nothing on the network; fails the test after 60 s."""
+    """One headless chromium run that reaches nothing on the network. The timeout only ends a browser that
+    hangs (the test then fails); how long a run takes on a busy machine is not what is tested."""
     return subprocess.run(
         [
             browser,
@@ -309,7 +304,7 @@ def headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedPro
             *args,
         ],
         capture_output=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
 
@@ -326,7 +321,6 @@ def test_chromium_loads_the_page_without_script_errors_and_its_screenshot_is_kep
     story("report", "--html", str(page))
     url = page.as_uri()
 
-    started = time.monotonic()
     dumped = headless(browser, tmp_path / "profile", "--dump-dom", url)
     assert dumped.returncode == 0, dumped.stderr.decode(errors="replace")[-2000:]
     dom = parse_html(dumped.stdout.decode("utf-8"))
@@ -341,12 +335,11 @@ def test_chromium_loads_the_page_without_script_errors_and_its_screenshot_is_kep
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
     assert struct.unpack(">II", data[16:24]) == (1400, 1800)
     assert len(data) > 40_000  # a blank or error page compresses to a few KB
-    assert time.monotonic() - started < 60
 
 
 def test_the_report_lists_the_locations_a_total_loss_would_hurt() -> None:
     # BK3 in the page: the same answer as `status`, with what would be lost and the command that fixes it.
-    from replctl.report_page import pending_html
+    from replctl.report.page import pending_html
 
     doc = {
         "locations": [

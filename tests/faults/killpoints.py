@@ -3,11 +3,13 @@
 A world is a catalog file and a store folder under one directory, copied per crash case from a template built
 once. A case crashes a command at a failpoint (`replctl.failpoints.POINTS`): for real, in a child process
 killed by SIGKILL (`run_killed`), or in-process (`crash_in_process`, `REPLCTL_FAILPOINT_MODE=raise`), which
-leaves the same state behind at a fraction of the cost. Before the re-run every orphan (a store folder no
+leaves the same state behind at a fraction of the cost: the operation journalled as running and its leases
+held by a process that is gone (`crashed.died`). Before the re-run every orphan (a store folder no
 committed segment row names) is overwritten with garbage (`poison`): a re-run that read one would fail.
 
-Every case reports to `REPORT`; `tests/faults/conftest.py` prints the totals over all suites at the end of
-the run, the kill-point report.
+Every case asserts its own outcome (nothing lost, nothing duplicated, the crashed operation taken over) and
+reports to `REPORT`; `tests/faults/conftest.py` prints the totals over all suites at the end of the run, the
+kill-point report: a summary for the reader, not a test.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
+from crashed import died
 
 from replctl import failpoints
 
@@ -163,13 +166,27 @@ def poison(world: World, orphans: set[str]) -> None:
                 path.write_bytes(b"orphan: never to be read")
 
 
-def crash_in_process(world: World, command: tuple[str, ...], failpoint: str) -> None:
-    """The same command in this process, crashing at `failpoint` (FailpointCrash escapes every handler)."""
+def crash_in_process(world: World, command: tuple[str, ...], failpoint: str) -> list[str]:
+    """The same command in this process, crashing at `failpoint` (FailpointCrash escapes every handler) and
+    leaving what a kill leaves; returns the ids of the operations left running (`crashed.died`)."""
     rc = world.tool()
     rc.env = {**rc.env, "REPLCTL_FAILPOINT": failpoint, "REPLCTL_FAILPOINT_MODE": "raise"}
     failpoints.reset()
     with pytest.raises(failpoints.FailpointCrash):
         rc(*command, expect=None)
+    return died(rc.db_url)
+
+
+def assert_taken_over(rc: Replctl, operation_id: str) -> None:
+    """The re-run took the dead operation's leases over and journalled it as failed (`holder-died`); an append
+    whose events were already in is then completed by the re-run instead (REP3), which the journal says too."""
+    op = rc.json("ops", "show", operation_id)["operation"]
+    if op["outcome"] == "failed":
+        assert op["error"]["code"] == "holder-died", op
+        return
+    completed = op["steps"][-1]
+    assert (op["outcome"], completed["name"]) == ("succeeded", "completed-by"), op
+    assert completed["detail"]["interrupted"]["code"] == "holder-died", op
 
 
 @dataclass(frozen=True)

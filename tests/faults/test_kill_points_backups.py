@@ -18,6 +18,7 @@ from killpoints import (
     REPORT,
     Survived,
     World,
+    assert_taken_over,
     crash_in_process,
     kill_at,
     lost_and_duplicated,
@@ -101,9 +102,10 @@ def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rer
     listed_before = Replctl(world.root).json("backup", "list")["backups"]
     if mode == "kill":
         kill_at(world, command, failpoint)
-        assert len(world.running_operations()) == 1
+        dead = world.running_operations()
     else:
-        crash_in_process(world, command, failpoint)
+        dead = crash_in_process(world, command, failpoint)
+    assert len(dead) == 1 and world.held_leases()  # the crashed operation left running, its leases held
     rc = world.tool()
     # BK1: the manifest is written last, so a crash leaves no backup that `list` shows.
     assert rc.json("backup", "list")["backups"] == listed_before
@@ -116,6 +118,7 @@ def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rer
     assert rc.json("log", "verify")["ok"]
     assert rc.json("backup", "verify")["ok"]
     assert world.held_leases() == []
+    assert_taken_over(rc, dead[0])
     lost, duplicated = lost_and_duplicated(expected["logs"], got["logs"])
     assert (lost, duplicated) == (0, 0)
     REPORT.add(Survived(SUITE, command[0], failpoint, mode, len(orphans), lost, duplicated))

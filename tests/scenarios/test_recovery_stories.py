@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from clitool import Replctl
+from crashed import died
 
 pytestmark = pytest.mark.spark
 
@@ -151,6 +152,7 @@ def test_appends_to_a_recovering_location_are_refused_with_exit_4(
     monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
     with pytest.raises(FailpointCrash):
         rc("recover", "location", "A", expect=None)
+    died(rc.db_url)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
     assert rc.location("A")["state"] == "recovering"
     doc = rc.json("log", "append", "A", "--event", '{"key": "no"}', expect=4)

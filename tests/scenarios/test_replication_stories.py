@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from clitool import Replctl
+from crashed import died
 
 from replctl.failpoints import FailpointCrash
 
@@ -185,6 +186,7 @@ def test_a_crash_between_writing_segments_and_committing_them_leaves_no_trace(
     monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
     with pytest.raises(FailpointCrash):
         rc("replicate", "A", "B", expect=None)
+    died(rc.db_url)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
     assert rc.keys("B") == []  # the written segment is not in the catalog, so it is never read
     rc("replicate", "A", "B")
@@ -219,6 +221,7 @@ def test_compaction_merges_small_segments_and_collects_files_a_crash_left_behind
     monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
     with pytest.raises(FailpointCrash):
         rc("replicate", "A", "B", expect=None)
+    died(rc.db_url)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
     before = rc.json("log", "show", "A")["events"]
     doc = rc.json("log", "compact", "A")

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
+from crashed import died
 
 from replctl.failpoints import FailpointCrash
 
@@ -91,12 +92,14 @@ def test_a_pruning_that_crashes_midway_resumes_with_what_is_left_and_converges_r
     monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.after-rewrite")
     with pytest.raises(FailpointCrash):
         rc("location", "retire", "Z", "--prune-clock", expect=None)
+    died(rc.db_url)
     z = locations(rc)["Z"]
     assert (z["state"], z["cvv"]) == ("retired", {"Z": 2})
     # A's log committed without Z in its vts, B's and Z's not yet; every CVV keeps Z:2 meanwhile.
     monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.after-commit")
     with pytest.raises(FailpointCrash):
         rc("location", "retire", "Z", "--prune-clock", expect=None)
+    died(rc.db_url)
     assert all("Z" not in e["vt"] for e in events(rc, "A"))
     assert {name: state["cvv"]["Z"] for name, state in locations(rc).items()} == {"A": 2, "B": 2, "Z": 2}
     # So replication from an unpruned log into a pruned one still skips what it has (CF1): no duplicates.
@@ -107,6 +110,7 @@ def test_a_pruning_that_crashes_midway_resumes_with_what_is_left_and_converges_r
     monkeypatch.setenv("REPLCTL_FAILPOINT", "prune.before-vectors")
     with pytest.raises(FailpointCrash):
         rc("location", "retire", "Z", "--prune-clock", expect=None)
+    died(rc.db_url)
     monkeypatch.delenv("REPLCTL_FAILPOINT")
 
     # The re-run knows from the journal which segments are pruned already, though Z's own events keep Z in

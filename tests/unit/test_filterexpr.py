@@ -76,6 +76,19 @@ def test_incomplete_expression_points_at_its_last_token() -> None:
         parse_filter("key = 'e3' and")
 
 
+@pytest.mark.parametrize("text", ["key = OR (key = 'e1')", "key = AND (origin = 'A')"])
+def test_an_and_or_or_the_parser_would_drop_is_refused_not_recorded_without_it(text: str) -> None:
+    # sqlglot reads these as `key = (key = 'e1')`: the connective would vanish from the recorded filter.
+    with pytest.raises(BadFilter) as caught:
+        parse_filter(text)
+    assert caught.value.message == (
+        f"syntax error in filter {text!r}: an AND or OR has no condition on one side"
+    )
+    assert parse_filter("origin_time BETWEEN 1 AND 3 AND key = 'a' OR true").normalised == (
+        "origin_time BETWEEN 1 AND 3 AND key = 'a' OR TRUE"
+    )
+
+
 def test_unterminated_string_is_reported_where_it_starts() -> None:
     with pytest.raises(BadFilter, match=r"line 1, column 7: unterminated string"):
         parse_filter("key = 'e3")

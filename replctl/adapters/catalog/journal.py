@@ -142,6 +142,20 @@ class JournalQueries:
             return None
         return operation_from_row(row, self._steps([operation_id]).get(operation_id, ()))
 
+    def operation_ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` ids that start with `prefix`, in id order, matched in SQL.
+
+        `autoescape` makes `%`, `_` and the escape character in what the operator typed match themselves, so a
+        prefix never turns into a pattern.
+        """
+        rows = self._conn.execute(
+            select(OPERATIONS.c.id)
+            .where(OPERATIONS.c.id.startswith(prefix, autoescape=True))
+            .order_by(OPERATIONS.c.id)
+            .limit(limit)
+        )
+        return [str(row.id) for row in rows]
+
     def _steps(self, ids: list[str]) -> dict[str, tuple[OperationStep, ...]]:
         if not ids:
             return {}

@@ -1,6 +1,6 @@
 """Alembic, driven from code: upgrade, current and head revision, drift check, and the "is it current?" gate.
 
-No alembic.ini is needed: the script location is the installed `migrations` package. Alembic is imported only
+No alembic.ini is needed: the script location is the installed `replctl.migrations` package. Alembic is imported only
 inside the functions that need it, because commands such as `replctl status` run `ensure_current` on every
 invocation and must stay light: that check reads the version table with plain SQLAlchemy and compares it with
 `SCHEMA_HEAD`, and imports Alembic only to explain a mismatch. A test keeps `SCHEMA_HEAD` equal to the head
@@ -32,10 +32,18 @@ INIT_HINT = "run: replctl init"
 
 
 def script_location() -> Path:
-    """The folder of the revision scripts (the `migrations` package)."""
-    import migrations
+    """The folder of the revision scripts: the `replctl.migrations` package (the repository's `migrations/`,
+    mapped into the package by pyproject's package-dir, so an installed replctl finds it inside itself)."""
+    from importlib import import_module
 
-    return Path(migrations.__file__).resolve().parent
+    found = import_module("replctl.migrations").__file__
+    if found is None:  # a namespace package: installed without its __init__.py
+        raise EnvironmentFailure(
+            "replctl is installed without its catalog migrations (replctl.migrations)",
+            code="catalog-migrations",
+            hint="reinstall replctl",
+        )
+    return Path(found).resolve().parent
 
 
 def _config(connection: Connection) -> Config:

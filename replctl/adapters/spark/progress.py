@@ -20,6 +20,8 @@ class StageProgress:
         self._tracker = _tracker(spark)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Every stage the display has shown, with the (done, total) tasks it last showed: what an operator saw.
+        self.shown: dict[int, tuple[int, int]] = {}
 
     def start(self) -> StageProgress:
         """Begin polling (no-op without a status tracker)."""
@@ -63,6 +65,7 @@ class StageProgress:
                             f"stage {sid} {info.name[:40]}", total=int(info.numTasks)
                         )
                     progress.update(tasks[sid], completed=int(info.numCompletedTasks))
+                    self.shown[sid] = (int(info.numCompletedTasks), int(info.numTasks))
                 active = {int(i.stageId) for i in stages if i is not None}
                 for sid in [s for s in tasks if s not in active]:
                     progress.remove_task(tasks.pop(sid))
