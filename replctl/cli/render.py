@@ -219,11 +219,12 @@ def _table(console: Console, view: TopologyView, current: Current) -> None:
 def render_history(console: Console, changes: list[Change], *, wide: bool = False) -> None:
     """`topology history` as a table that fits 80 columns, each change's reason below it (H1)."""
     notes = Notes(wide)
-    table = fitted_table(("id", "at"), ("change", "reason"))
+    table = fitted_table(("id", "at", "who"), ("change", "reason"))
     for c in changes:
         table.add_row(
             str(c.id),
             timestamp_text(c.at),
+            cell(c.actor or "-"),  # who made the change (H1); `-` for changes recorded before it was kept
             Text(describe_change(c)),
             notes.cell(c.reason, "", f"change {c.id}: {c.reason}"),
         )

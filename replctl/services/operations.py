@@ -76,7 +76,7 @@ class OperationContext:
             return
         with self.catalog.transaction() as tx:
             self.tokens[resource] = tx.acquire_lease(
-                resource, holder_name(_actor()), self.id, LEASE_TTL_SECONDS
+                resource, holder_name(current_actor()), self.id, LEASE_TTL_SECONDS
             )
 
     def step(self, tx: CatalogTransaction, name: str, detail: dict[str, Any] | None = None) -> None:
@@ -154,7 +154,8 @@ def _acting_args(mode: _PlanMode | None, command: str, args: dict[str, Any]) -> 
     return {**args, **mode.applied.journal_args()} if mode.applied is not None else args
 
 
-def _actor() -> str:
+def current_actor() -> str:
+    """Who runs this operation: the login name, as the journal and the topology history record it (H1)."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -177,7 +178,7 @@ def operation(
     mode = _PLAN_MODE.get()
     args = _acting_args(mode, command, args)
     with catalog.transaction() as tx:
-        op_id = tx.begin_operation(command, args, _actor(), socket.gethostname(), reason)
+        op_id = tx.begin_operation(command, args, current_actor(), socket.gethostname(), reason)
     ctx = OperationContext(catalog, op_id, False)
     outcome, error = "failed", None
     keeper: LeaseKeeper | None = None
@@ -187,7 +188,7 @@ def operation(
             with catalog.transaction() as tx:
                 # The holder names this process, so that a re-run after a crash can tell it died.
                 ctx.tokens[resource] = tx.acquire_lease(
-                    resource, holder_name(_actor()), op_id, LEASE_TTL_SECONDS
+                    resource, holder_name(current_actor()), op_id, LEASE_TTL_SECONDS
                 )
         keeper = LeaseKeeper(catalog, ctx.tokens, LEASE_TTL_SECONDS)
         keeper.start()

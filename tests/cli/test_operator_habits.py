@@ -140,6 +140,27 @@ def test_adding_a_location_that_exists_says_it_exists_and_changes_nothing(rc: Re
     )
 
 
+def test_topology_history_says_who_made_each_change(rc: Replctl) -> None:
+    rc.env["LOGNAME"] = "ops-anna"  # getpass reads LOGNAME first: the login name the journal records
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc.env["LOGNAME"] = "ops-ben"
+    rc("topology", "add", "A", "B", "--reason", "CHG-2")
+    changes = rc.json("topology", "history")["changes"]
+    assert [(c["kind"], c["actor"]) for c in changes] == [
+        ("location-added", "ops-anna"),
+        ("location-added", "ops-anna"),
+        ("connection-added", "ops-ben"),
+    ]
+    rows = [line.split()[2:] for line in rc("topology", "history").stdout.splitlines()[2:5]]
+    assert rows == [
+        ["ops-anna", "location-added", "A", "(read-write)"],
+        ["ops-anna", "location-added", "B", "(read-write)"],
+        ["ops-ben", "connection-added", "A→B", "[1]"],
+    ]
+    assert rc("topology", "history").stdout.splitlines()[0].split() == ["id", "at", "who", "change", "reason"]
+
+
 def test_version_names_replctl_spark_java_and_the_catalog_schema(rc: Replctl) -> None:
     from importlib.metadata import version
 
