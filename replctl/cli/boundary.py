@@ -32,7 +32,7 @@ import typer
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
-from replctl.cli.output import emit_error, emit_json, stderr, stdout
+from replctl.cli.output import emit_error, emit_json, notation, stderr, stdout
 from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
 
@@ -140,7 +140,7 @@ def _json_document(
     """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing."""
     as_json = replace(app, settings=replace(app.settings, output="json"))
     buffer = io.StringIO()
-    with redirect_stdout(buffer):
+    with redirect_stdout(buffer), notation("json"):
         code = render(as_json, outcome) or 0
     document: dict[str, Any] = json.loads(buffer.getvalue())
     return document, code

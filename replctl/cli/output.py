@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,15 +78,60 @@ def _rfc3339(value: Any, key: str = "") -> Any:
     return value
 
 
+# The notation of the one document a command prints: `json`, or `yaml` under `--output yaml` (the same document,
+# for readers who prefer it, as kubectl's `-o yaml`). Set per invocation by the root callback (cli.__init__).
+_NOTATION: ContextVar[str] = ContextVar("replctl_document_notation", default="json")
+
+
+def set_notation(output: str | None) -> None:
+    """Print this invocation's documents as YAML when `output` is `yaml`, else as JSON."""
+    _NOTATION.set("yaml" if output == "yaml" else "json")
+
+
+@contextmanager
+def notation(name: str) -> Iterator[None]:
+    """Print documents in `name` (`json`, `yaml`) inside the block: a plan captures its document as JSON."""
+    token = _NOTATION.set(name)
+    try:
+        yield
+    finally:
+        _NOTATION.reset(token)
+
+
+def _plain(doc: Any) -> Any:
+    # What JSON would carry: strings for everything json.dumps turns into a string (default=str).
+    return json.loads(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False))
+
+
+def _yaml(doc: Any) -> str:
+    import yaml  # lazily: only --output yaml needs it (issue 17, start-up time)
+
+    return str(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, default_flow_style=False))
+
+
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print exactly one JSON document on stdout, its timestamps in the one format (`timestamp_json`)."""
-    sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
+    """Print exactly one document on stdout, its timestamps in the one format (`timestamp_json`): JSON, or
+    the same document as YAML under `--output yaml`."""
+    if _NOTATION.get() == "yaml":
+        sys.stdout.write(_yaml(_plain(doc)))
+    else:
+        sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
 def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, Any]]) -> None:
     """Print one JSON document on stdout, `head` plus `key`: the list of `items`, written item by item as they
     come, so that a long list (a log's events) is never held whole in memory (issue 18)."""
+    if _NOTATION.get() == "yaml":
+        # A YAML block sequence is written item by item just as well: the head, `key:`, then `- item` each.
+        sys.stdout.write(_yaml(_plain(head)) + f"{key}:")
+        empty = True
+        for item in items:
+            sys.stdout.write("\n" + _yaml([_plain(item)]).rstrip("\n"))
+            empty = False
+        sys.stdout.write(" []\n" if empty else "\n")
+        sys.stdout.flush()
+        return
     opening = json.dumps(_rfc3339({**head, key: []}), default=str, ensure_ascii=False)
     if not opening.endswith("[]}"):
         raise ValueError(f"the streamed list {key!r} must be the document's last key")

@@ -211,3 +211,37 @@ def test_each_hint_when_run_succeeds(rc: Replctl) -> None:
     assert json.dumps(sorted(rc.connections())) == json.dumps(
         [["A", "B"], ["A", "D"], ["B", "D"], ["D", "A"], ["D", "B"]]
     )
+
+
+def test_output_yaml_prints_the_json_document_as_yaml(rc: Replctl) -> None:
+    import yaml
+
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    for args in (("status",), ("location", "show", "A"), ("log", "show", "A"), ("ops", "list")):
+        as_yaml = rc(*args, "--output", "yaml").stdout
+        assert not as_yaml.startswith("{"), as_yaml
+        assert yaml.safe_load(as_yaml) == rc.json(*args), args
+    # The streamed events (log show) come as a YAML block sequence, one `- ` item at a time.
+    assert rc("log", "show", "A", "--from", "2", "--output=yaml").stdout.endswith(
+        "events:\n- seq: 2\n  origin: A\n  origin_time: 2\n  vt:\n    A: 2\n  type: null\n  key: a2\n"
+        "  tags: []\n  payload: null\n"
+    )
+    assert rc("log", "show", "A", "--from", "3", "--output", "yaml").stdout.endswith("events: []\n")
+    rc.env["REPLCTL_OUTPUT"] = "yaml"
+    refused = rc("location", "show", "Zz", expect=2)
+    assert yaml.safe_load(refused.stdout) == {
+        "ok": False,
+        "error": {
+            "code": "unknown-location",
+            "message": "unknown location 'Zz'",
+            "hint": "list them with: replctl location list",
+        },
+    }
+    usage = yaml.safe_load(rc("location", "show", expect=2).stdout)
+    assert (usage["ok"], usage["error"]["code"]) == (False, "usage")
+
+
+def test_output_takes_text_json_or_yaml_only(rc: Replctl) -> None:
+    bad = rc("status", "--output", "xml", expect=2)
+    assert bad.stderr == "error: --output must be text, json or yaml, got 'xml'\n"
