@@ -142,6 +142,32 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, A
     sys.stdout.flush()
 
 
+# git's default pager and flags: -F quits at once when the text fits one screen, -R keeps colours, -X leaves
+# the text on the screen after quitting.
+DEFAULT_PAGER = "less -FRX"
+
+
+def page_through(text: str) -> None:
+    """Write `text` on stdout through $PAGER (default `less -FRX`), as git pages a long log (issue 18).
+
+    The caller decides that paging is wanted (a terminal, no --no-pager). `PAGER=cat` or an empty PAGER writes
+    the text directly, and so does a pager that cannot be started: the text is never lost.
+    """
+    import shlex
+    import subprocess
+
+    command = shlex.split(os.environ.get("PAGER", DEFAULT_PAGER))
+    if command and command != ["cat"]:
+        try:
+            subprocess.run(command, input=text, text=True, check=False)
+        except OSError:
+            pass  # no such pager: write the text directly below
+        else:
+            return
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def emit_error(error: ReplctlError, *, as_json: bool) -> None:
     """A refusal or error: JSON document, or the reason plus a `hint:` line on stderr."""
     if as_json:

@@ -29,7 +29,8 @@ def rc(tmp_path: Path) -> Replctl:
 def on_a_terminal(rc: Replctl, *args: str) -> str:
     """stdout of `replctl ARGS` run in a child process whose stdout is a pseudo-terminal."""
     leader, follower = pty.openpty()
-    env = {**os.environ, **rc.env, "COLUMNS": "200"}
+    # A test sets PAGER itself when it is about the pager; otherwise the table is printed, not paged.
+    env = {**os.environ, "PAGER": "cat", **rc.env, "COLUMNS": "200"}
     child = subprocess.Popen(
         [sys.executable, "-m", "replctl", *args], env=env, stdout=follower, stderr=subprocess.PIPE
     )
@@ -65,6 +66,29 @@ def test_log_show_on_a_terminal_shows_the_newest_50_and_says_how_to_see_all(rc: 
     assert seqs(on_a_terminal(rc, "log", "show", "A", "--from", "5", "--limit", "3")) == [5, 6, 7]
     # Piped (a script, a file), every stored event, as before.
     assert seqs(rc("log", "show", "A").stdout) == list(range(1, 61))
+
+
+def test_log_show_on_a_terminal_pages_a_long_table_through_the_pager_like_git(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("log", "append", "A", "--generate", "60")
+    rc.env["LINES"] = "24"
+    # A pager that marks every line it is given: what reaches the terminal went through it.
+    rc.env["PAGER"] = "sed s/^/paged:/"
+    paged = on_a_terminal(rc, "log", "show", "A").splitlines()
+    assert len(paged) == 56 and all(line.startswith("paged:") for line in paged)
+    assert seqs("\n".join(line.removeprefix("paged:") for line in paged)) == list(range(11, 61))
+    assert paged[-1] == (
+        "paged:the newest 50 of 60 stored events; every one: replctl log show A --all (or --from SEQ, --limit N)"
+    )
+    # Short enough for the screen, --no-pager, PAGER=cat, a pager that is not there: printed as it is.
+    for args in (("--limit", "3"), ("--no-pager",)):
+        assert "paged:" not in on_a_terminal(rc, "log", "show", "A", *args)
+    rc.env["PAGER"] = "cat"
+    assert seqs(on_a_terminal(rc, "log", "show", "A")) == list(range(11, 61))
+    rc.env["PAGER"] = "no-such-pager-here"
+    assert seqs(on_a_terminal(rc, "log", "show", "A")) == list(range(11, 61))
+    # Piped, never paged.
+    assert "paged:" not in rc("log", "show", "A").stdout
 
 
 def test_log_show_marks_logically_deleted_rows_and_explains_the_star(rc: Replctl) -> None:
