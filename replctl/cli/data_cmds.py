@@ -13,7 +13,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, emit_json_stream, page_through, stdout
-from replctl.cli.render import Notes, cell, fitted_table, vector_text
+from replctl.cli.render import Notes, cell, fitted_table, state_text, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -305,7 +305,7 @@ def replicate(
             arrow = f"{p['source']}→{p['target']}"
             table.add_row(
                 arrow,
-                p["state"],
+                state_text(p["state"]),
                 p["action"],
                 str(p["examined"]),
                 str(p["written"]),

@@ -279,7 +279,7 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         table.add_row(
             loc["name"],
             loc["role"],
-            loc["state"],
+            state_text(loc["state"]),
             str(loc["seq"]),
             vector_text(loc["cvv"]),
             vector_text(loc["dvv"]),
@@ -296,7 +296,7 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         arrow = f"{c['source']}→{c['target']}"
         conns.add_row(
             arrow,
-            c["state"],
+            state_text(c["state"]),
             str(c["progress"]),
             str(c.get("lag", "")),
             notes.cell(c["filter"], "yes" if c["filter"] else "", f"{arrow} filter: {c['filter']}"),
@@ -326,6 +326,24 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         )
     for w in doc.get("warnings", []):
         console.print(f"warning [{w['code']}]: {w['message']}", markup=False, soft_wrap=True)
+
+
+# Colours of the states an operator must notice (issue 18): what stops replication or data in red, what waits
+# in yellow, what is over in grey. Rich drops the colours under NO_COLOR and when stdout is not a terminal.
+STATE_STYLES = {
+    "blocked": "bold red",
+    "damaged": "bold red",
+    "failed": "red",
+    "pending": "yellow",
+    "recovering": "yellow",
+    "retired": "bright_black",
+    "removed": "bright_black",
+}
+
+
+def state_text(state: str) -> Text:
+    """A location's or connection's state for a table cell, coloured when it needs attention."""
+    return Text(state, style=STATE_STYLES.get(state, ""))
 
 
 def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:

@@ -63,6 +63,8 @@ def _story(rc: Replctl, root: Path) -> dict[str, list[dict[str, Any]]]:
     keep("replicate", "replicate", "--dry-run")
     keep("replicate", "replicate")
     rc("drill", "disaster", "C", "--from", "1", "--yes")
+    keep("status", "status")  # C damaged (DR0)
+    keep("location-list", "location", "list")
     keep("recover", "recover", "location", "C", "--dry-run")
     # DR4: A and B deleted events C lost; the recovery stays incomplete (exit 5) until the loss is accepted.
     keep("recover", "recover", "location", "C", "--yes", expect=5)
@@ -163,7 +165,7 @@ def test_the_schemas_refuse_a_drifted_shape(documents: dict[str, list[dict[str, 
     status["locations"][0]["state"] = "sleeping"
     del status["locations"][1]["cvv"]
     assert problems("status", status) == [
-        "locations/0/state: 'sleeping' is not one of ['active', 'retired', 'recovering']",
+        "locations/0/state: 'sleeping' is not one of ['active', 'retired', 'recovering', 'damaged']",
         "locations/1: 'cvv' is a required property",
         "connections/0: Additional properties are not allowed ('lag_seconds' was unexpected)",
         "pending_deletions/0/blocked_by/0: 'B' is not of type 'object'",

@@ -269,3 +269,22 @@ def test_output_yaml_prints_the_json_document_as_yaml(rc: Replctl) -> None:
 def test_output_takes_text_json_or_yaml_only(rc: Replctl) -> None:
     bad = rc("status", "--output", "xml", expect=2)
     assert bad.stderr == "error: --output must be text, json or yaml, got 'xml'\n"
+
+
+def test_states_that_need_attention_are_coloured_on_a_terminal_unless_no_color(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("location", "retire", "B", "--yes")
+    del rc.env["NO_COLOR"]
+    rows = on_a_terminal(rc, "status").splitlines()[2:4]
+    # retired in grey; active needs no colour (the headers are bold, which NO_COLOR leaves).
+    assert rows == [
+        "A         read-write  active   0    {}   {}   0/0      yes         ",
+        "B         read-write  \x1b[90mretired\x1b[0m  0    {}   {}   0/0                  ",
+    ]
+    rc.env["NO_COLOR"] = "1"
+    assert on_a_terminal(rc, "status").splitlines()[3] == (
+        "B         read-write  retired  0    {}   {}   0/0                  "
+    )
+    del rc.env["NO_COLOR"]
+    assert "\x1b[" not in rc("status").stdout  # piped: no colour
