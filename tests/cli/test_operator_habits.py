@@ -288,3 +288,19 @@ def test_states_that_need_attention_are_coloured_on_a_terminal_unless_no_color(r
     )
     del rc.env["NO_COLOR"]
     assert "\x1b[" not in rc("status").stdout  # piped: no colour
+
+
+def test_demo_refuses_a_folder_that_is_not_empty_and_changes_nothing_there(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    refused = rc("demo", "--dir", str(folder), expect=2)
+    assert refused.stderr == (
+        f"error: --dir {folder} is not an empty folder; the demo makes its own catalog and logs there\n"
+        "hint: replctl demo --dir NEW_OR_EMPTY_FOLDER (or no --dir: a new folder)\n"
+    )
+    assert refused.stdout == ""
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+    assert rc.json("demo", "--dir", str(folder), expect=2)["error"]["code"] == "bad-option"
