@@ -14,16 +14,21 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_the_demo_runs_every_step_to_the_end(tmp_path: Path) -> None:
+def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
+    """`replctl ARGS` (a demo) in a child process, as an operator runs it."""
     env = {**os.environ, "COLUMNS": "160", "REPLCTL_CONFIG": ""}
-    done = subprocess.run(
-        [sys.executable, "-m", "replctl", "demo", "--dir", str(tmp_path / "demo")],
+    return subprocess.run(
+        [sys.executable, "-m", "replctl", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=480,
         check=False,
     )
+
+
+def test_the_demo_runs_every_step_to_the_end(tmp_path: Path) -> None:
+    done = run_demo("demo", "--dir", str(tmp_path / "demo"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "refused [F1]" in done.stderr
     assert "Done in" in done.stdout
@@ -37,17 +42,9 @@ def test_the_demo_runs_every_step_to_the_end(tmp_path: Path) -> None:
 
 
 def test_the_demo_under_json_prints_one_document_and_no_narration(tmp_path: Path) -> None:
-    env = {**os.environ, "COLUMNS": "160", "REPLCTL_CONFIG": ""}
     folder = tmp_path / "empty"
     folder.mkdir()  # an existing empty folder is fine
-    done = subprocess.run(
-        [sys.executable, "-m", "replctl", "--json", "demo", "--dir", str(folder)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=480,
-        check=False,
-    )
+    done = run_demo("--json", "demo", "--dir", str(folder))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)  # exactly one document: no narration, no step's own output
     assert (doc["ok"], doc["dir"]) == (True, str(folder))
