@@ -19,7 +19,7 @@ from replctl import __version__
 from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
 from replctl.cli.helpwords import speak_in_words
-from replctl.cli.output import emit_error, set_notation
+from replctl.cli.output import emit_error, set_notation, set_quiet
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
 from replctl.masking import remember
@@ -35,7 +35,7 @@ _VALUE_OPTIONS = {
     "--reason",
     "--plan-out",
 }
-_FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress"}
+_FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress", "-q", "--quiet", "-v", "--verbose"}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -196,6 +196,13 @@ def root(
             "--progress/--no-progress", help="Spark progress on stderr (default: when it is a terminal)."
         ),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Print only errors and refusals (and --json documents).")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Also print each journalled operation's id and the time taken."),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -211,6 +218,7 @@ def root(
         "output": "json" if json_output else output,
     }
     set_notation(flags["output"] or os.environ.get("REPLCTL_OUTPUT"))
+    set_quiet(quiet)
     try:
         settings = resolve(flags)
     except ReplctlError as exc:
@@ -218,7 +226,15 @@ def root(
         raise typer.Exit(exc.exit_code) from None
     remember(settings.secrets())
     set_notation(settings.output)  # the config file may say yaml too
-    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress, plan_out=plan_out)
+    ctx.obj = AppContext(
+        settings=settings,
+        yes=yes,
+        reason=reason,
+        progress=progress,
+        plan_out=plan_out,
+        quiet=quiet,
+        verbose=verbose and not quiet,
+    )
 
 
 def _register() -> None:

@@ -23,14 +23,26 @@ def _width(stream: Any) -> int | None:
     return 200
 
 
+# -q (set per invocation by the root callback): text output is off; errors and refusals, written by
+# `emit_error`, and every --json document are not.
+_QUIET: ContextVar[bool] = ContextVar("replctl_quiet", default=False)
+
+
+def set_quiet(quiet: bool) -> None:
+    """Under -q the text consoles print nothing."""
+    _QUIET.set(quiet)
+
+
 def stdout() -> Console:
-    """A console on the current stdout (CliRunner swaps sys.stdout per invocation)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout))
+    """A console on the current stdout (CliRunner swaps sys.stdout per invocation); silent under -q."""
+    return Console(
+        file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout), quiet=_QUIET.get()
+    )
 
 
 def stderr() -> Console:
-    """A console on stderr, for progress, warnings and refusals in text mode."""
-    return Console(file=sys.stderr, highlight=False, soft_wrap=False)
+    """A console on stderr, for progress and warnings in text mode; silent under -q."""
+    return Console(file=sys.stderr, highlight=False, soft_wrap=False, quiet=_QUIET.get())
 
 
 def _utc(moment: datetime) -> datetime:
@@ -150,12 +162,15 @@ DEFAULT_PAGER = "less -FRX"
 def page_through(text: str) -> None:
     """Write `text` on stdout through $PAGER (default `less -FRX`), as git pages a long log (issue 18).
 
-    The caller decides that paging is wanted (a terminal, no --no-pager). `PAGER=cat` or an empty PAGER writes
-    the text directly, and so does a pager that cannot be started: the text is never lost.
+    The caller decides that paging is wanted (a terminal, no --no-pager); under -q nothing is written.
+    `PAGER=cat` or an empty PAGER writes the text directly, and so does a pager that cannot be started: the
+    text is never lost.
     """
     import shlex
     import subprocess
 
+    if _QUIET.get():
+        return
     command = shlex.split(os.environ.get("PAGER", DEFAULT_PAGER))
     if command and command != ["cat"]:
         try:

@@ -154,6 +154,27 @@ def _acting_args(mode: _PlanMode | None, command: str, args: dict[str, Any]) -> 
     return {**args, **mode.applied.journal_args()} if mode.applied is not None else args
 
 
+# Callers that want to hear of each journalled operation as it begins (`replctl -v` prints its id).
+_OBSERVERS: ContextVar[tuple[Callable[[str, str], None], ...]] = ContextVar(
+    "replctl_operation_observers", default=()
+)
+
+
+@contextmanager
+def observing_operations(callback: Callable[[str, str], None]) -> Iterator[None]:
+    """Call `callback(operation_id, command)` as each journalled operation begins inside the block."""
+    token = _OBSERVERS.set((*_OBSERVERS.get(), callback))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
+
+
+def _announce(operation_id: str, command: str) -> None:
+    for observer in _OBSERVERS.get():
+        observer(operation_id, command)
+
+
 def current_actor() -> str:
     """Who runs this operation: the login name, as the journal and the topology history record it (H1)."""
     try:
@@ -179,6 +200,7 @@ def operation(
     args = _acting_args(mode, command, args)
     with catalog.transaction() as tx:
         op_id = tx.begin_operation(command, args, current_actor(), socket.gethostname(), reason)
+    _announce(op_id, command)
     ctx = OperationContext(catalog, op_id, False)
     outcome, error = "failed", None
     keeper: LeaseKeeper | None = None

@@ -304,3 +304,29 @@ def test_demo_refuses_a_folder_that_is_not_empty_and_changes_nothing_there(
     assert refused.stdout == ""
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
     assert rc.json("demo", "--dir", str(folder), expect=2)["error"]["code"] == "bad-option"
+
+
+def test_quiet_prints_only_errors_and_verbose_names_the_journalled_operation(rc: Replctl) -> None:
+    added = rc("-q", "location", "add", "A")
+    assert (added.stdout, added.stderr) == ("", "")
+    assert rc("location", "show", "A", "--quiet").stdout == ""
+    refused = rc("-q", "location", "show", "Zz", expect=2)
+    assert (refused.stdout, refused.stderr) == (
+        "",
+        "error: unknown location 'Zz'\nhint: list them with: replctl location list\n",
+    )
+    assert rc.json("-q", "location", "show", "A")["name"] == "A"  # a --json document is not text output
+
+    verbose = rc("-v", "location", "add", "B")
+    op = rc.json("ops", "list", "--limit", "1")["operations"][0]["id"]
+    said = verbose.stderr.splitlines()
+    assert said[0] == f"operation {op} (location add); see: replctl ops show {op}"
+    assert re.fullmatch(r"replctl location add: exit 0 after \d+\.\d\d s", said[1]), said
+    assert verbose.stdout == "recorded: location-added B (read-write)\n"
+    assert re.fullmatch(r"replctl status: exit 0 after \d+\.\d\d s\n", rc("status", "--verbose").stderr)
+
+
+def test_quiet_log_show_prints_nothing(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    assert rc("-q", "log", "show", "A").stdout == ""
