@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.completion import location_names
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, emit_json_stream, page_through, stdout
@@ -25,7 +26,7 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 @log_app.command("append")
 def append(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     event: Annotated[
         list[str] | None, typer.Option("--event", metavar="JSON", help="An event as JSON; repeatable.")
     ] = None,
@@ -84,7 +85,7 @@ NEWEST_ON_A_TERMINAL = 50
 @log_app.command("show")
 def show(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     from_seq: Annotated[
         int | None, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")
     ] = None,
@@ -369,7 +370,7 @@ def _planned_retry(d: dict[str, Any]) -> str:
 
 def delete(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     upto: Annotated[
         int | None, typer.Option("--upto", metavar="SEQ", help="Delete the prefix seq ≤ SEQ.")
     ] = None,
@@ -458,7 +459,7 @@ drill_app = typer.Typer(help="Game-day drills: destroy data as a disaster would.
 @recover_app.command("location")
 def recover_location(
     ctx: typer.Context,
-    name: str,
+    name: Annotated[str, typer.Argument(autocompletion=location_names)],
     lost_from: Annotated[
         int | None,
         typer.Option(

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from clitool import Replctl
 
+from replctl.cli import app
+
 
 @pytest.fixture
 def rc(tmp_path: Path) -> Replctl:
@@ -330,3 +332,31 @@ def test_quiet_log_show_prints_nothing(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc.append("A", "a1")
     assert rc("-q", "log", "show", "A").stdout == ""
+
+
+def complete(rc: Replctl, line: str) -> list[str]:
+    """What bash completion offers for `line` (Typer's protocol: _REPLCTL_COMPLETE, COMP_WORDS, COMP_CWORD)."""
+    words = line.split(" ")
+    env = {
+        **rc.env,
+        "_REPLCTL_COMPLETE": "complete_bash",
+        "COMP_WORDS": line,
+        "COMP_CWORD": str(len(words) - 1),
+    }
+    result = rc.runner.invoke(app, [], env=env, prog_name="replctl", catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return [word for word in result.stdout.splitlines() if word]
+
+
+def test_location_names_complete_from_the_catalog_and_nothing_on_any_error(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    for name in ("EU1", "EU2", "US1", "OLD"):
+        rc("location", "add", name)
+    rc("location", "retire", "OLD", "--yes")
+    assert complete(rc, "replctl location show EU") == ["EU1", "EU2"]
+    assert complete(rc, "replctl log show ") == ["EU1", "EU2", "US1"]  # a retired one is not offered
+    assert complete(rc, "replctl recover location U") == ["US1"]
+    rc.env["REPLCTL_DB"] = f"sqlite:///{tmp_path / 'nowhere.db'}"
+    assert complete(rc, "replctl location show EU") == []
+    assert not (tmp_path / "nowhere.db").exists()
