@@ -66,8 +66,8 @@ class Settings:
 
     @property
     def json(self) -> bool:
-        """True when the output is one JSON document."""
-        return self.output == "json"
+        """True when the output is one machine-readable document: JSON, or the same document as YAML."""
+        return self.output in ("json", "yaml")
 
     def secrets(self) -> list[str]:
         """The secret values these settings hold: URL passwords and tokens, credential Spark settings."""
@@ -236,8 +236,10 @@ def resolve(
             value, source = default, "default"
         values[name] = value
         origins[name] = Setting(value, source)
-    if values["output"] not in ("text", "json"):
-        raise InvalidInput(f"--output must be text or json, got {values['output']!r}", code="bad-option")
+    if values["output"] not in ("text", "json", "yaml"):
+        raise InvalidInput(
+            f"--output must be text, json or yaml, got {values['output']!r}", code="bad-option"
+        )
 
     conf = dict(parse_conf([f"{k}={v}" for k, v in file_values.get("spark_conf", {}).items()]))
     conf.update(parse_conf(flags.get("spark_conf") or ()))

@@ -19,7 +19,7 @@ from replctl import __version__
 from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
 from replctl.cli.helpwords import speak_in_words
-from replctl.cli.output import emit_error
+from replctl.cli.output import emit_error, set_notation, set_quiet
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
 from replctl.masking import remember
@@ -35,7 +35,7 @@ _VALUE_OPTIONS = {
     "--reason",
     "--plan-out",
 }
-_FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress"}
+_FLAG_OPTIONS = {"--json", "--yes", "--progress", "--no-progress", "-q", "--quiet", "-v", "--verbose"}
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -66,15 +66,24 @@ def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
     return lifted, rest
 
 
-def wants_json(args: list[str]) -> bool:
-    """Whether the command line (or REPLCTL_OUTPUT) asks for JSON output, read before Click parses it."""
+def wanted_output(args: list[str]) -> str:
+    """The output the command line (or REPLCTL_OUTPUT) asks for, read before Click parses it: `json`,
+    `yaml` or `text` (the last --output or --json given wins, as Click's would)."""
     lifted, _ = split_global_options(args)
+    found = os.environ.get("REPLCTL_OUTPUT", "")
     for i, arg in enumerate(lifted):
-        if arg in {"--json", "--output=json"}:
-            return True
-        if arg == "--output" and i + 1 < len(lifted) and lifted[i + 1] == "json":
-            return True
-    return os.environ.get("REPLCTL_OUTPUT", "") == "json"
+        if arg == "--json":
+            found = "json"
+        elif arg.startswith("--output="):
+            found = arg.split("=", 1)[1]
+        elif arg == "--output" and i + 1 < len(lifted):
+            found = lifted[i + 1]
+    return found if found in ("json", "yaml") else "text"
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line (or REPLCTL_OUTPUT) asks for one machine-readable document (JSON or YAML)."""
+    return wanted_output(args) != "text"
 
 
 class RootGroup(TyperGroup):
@@ -97,6 +106,7 @@ class RootGroup(TyperGroup):
         """
         argv = list(sys.argv[1:] if args is None else args)
         speak_in_words(self)  # help in words, not Python types (issue 18)
+        set_notation(wanted_output(argv))  # a usage error under --output yaml is a YAML document too
         if not standalone_mode or not wants_json(argv):
             return super().main(argv, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         # Typer vendors Click and exports no usage-error class; this is the base of Click's usage errors.
@@ -164,7 +174,8 @@ def root(
         list[str] | None, typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark setting, repeatable.")
     ] = None,
     output: Annotated[
-        str | None, typer.Option("--output", metavar="text|json", help="text or json (env REPLCTL_OUTPUT).")
+        str | None,
+        typer.Option("--output", metavar="text|json|yaml", help="text, json or yaml (env REPLCTL_OUTPUT)."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Same as --output json.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Answer yes to prompts.")] = False,
@@ -185,6 +196,13 @@ def root(
             "--progress/--no-progress", help="Spark progress on stderr (default: when it is a terminal)."
         ),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Print only errors and refusals (and --json documents).")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Also print each journalled operation's id and the time taken."),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -199,13 +217,24 @@ def root(
         "spark_conf": spark_conf or [],
         "output": "json" if json_output else output,
     }
+    set_notation(flags["output"] or os.environ.get("REPLCTL_OUTPUT"))
+    set_quiet(quiet)
     try:
         settings = resolve(flags)
     except ReplctlError as exc:
-        emit_error(exc, as_json=json_output or output == "json")
+        emit_error(exc, as_json=json_output or output in ("json", "yaml"))
         raise typer.Exit(exc.exit_code) from None
     remember(settings.secrets())
-    ctx.obj = AppContext(settings=settings, yes=yes, reason=reason, progress=progress, plan_out=plan_out)
+    set_notation(settings.output)  # the config file may say yaml too
+    ctx.obj = AppContext(
+        settings=settings,
+        yes=yes,
+        reason=reason,
+        progress=progress,
+        plan_out=plan_out,
+        quiet=quiet,
+        verbose=verbose and not quiet,
+    )
 
 
 def _register() -> None:

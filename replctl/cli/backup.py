@@ -10,19 +10,21 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell
+from replctl.cli.render import cell, fitted_table
 from replctl.errors import EnvironmentFailure
 
 app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
 
 
 def _table(backups: list[dict[str, Any]]) -> Table:
-    table = Table("id", "location", "created", "seq", "events", "segments", "reused", "bytes")
+    # Fits 80 columns with the id whole (it is what `backup show ID` and `recover --from-backup ID` take; issue
+    # 18). No `created` column: the id already says when, in UTC (LOC-yyyymmddThhmmssZ-...); --json and
+    # `backup show` give the exact time.
+    table = fitted_table(("id", "location"), ("seq", "events", "segments", "reused", "bytes"))
     for b in backups:
         table.add_row(
             cell(b["id"]),
             cell(b["location"]),
-            b["created_at"],
             str(b["seq"]),
             str(b["events"]),
             str(b["segments"]),

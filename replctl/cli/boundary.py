@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack, redirect_stdout
@@ -32,7 +34,7 @@ import typer
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
-from replctl.cli.output import emit_error, emit_json, stderr, stdout
+from replctl.cli.output import emit_error, emit_json, notation, stderr, stdout
 from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
 
@@ -140,7 +142,7 @@ def _json_document(
     """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing."""
     as_json = replace(app, settings=replace(app.settings, output="json"))
     buffer = io.StringIO()
-    with redirect_stdout(buffer):
+    with redirect_stdout(buffer), notation("json"):
         code = render(as_json, outcome) or 0
     document: dict[str, Any] = json.loads(buffer.getvalue())
     return document, code
@@ -215,8 +217,14 @@ def run(
     """
     app_ctx: AppContext = ctx.obj
     code = 0
+    started = time.monotonic()
     try:
-        with ctrl_c_stops_cleanly():
+        with ctrl_c_stops_cleanly(), ExitStack() as scope:
+            if app_ctx.verbose:
+                from replctl.services.operations import observing_operations
+
+                # -v: the journal's id of each operation, to look up with `replctl ops show ID`.
+                scope.enter_context(observing_operations(_say_operation))
             code = _run(ctx, app_ctx, action, render, effect, question)
     except KeyboardInterrupt:
         # Ctrl-C outside an operation's body (a read, a prompt, before the leases): nothing was committed.
@@ -225,7 +233,14 @@ def run(
         code = _interrupted(app_ctx, exc)
     finally:
         app_ctx.close()
+        if app_ctx.verbose:
+            sys.stderr.write(f"{ctx.command_path}: exit {code} after {time.monotonic() - started:.2f} s\n")
     raise typer.Exit(code)
+
+
+def _say_operation(operation_id: str, command: str) -> None:
+    sys.stderr.write(f"operation {operation_id} ({command}); see: replctl ops show {operation_id}\n")
+    sys.stderr.flush()
 
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:

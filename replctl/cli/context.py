@@ -24,6 +24,8 @@ class AppContext:
 
     settings: Settings
     yes: bool = False
+    quiet: bool = False  # -q: text output off, errors and refusals still on stderr
+    verbose: bool = False  # -v: each journalled operation's id and the command's time on stderr
     reason: str | None = None
     progress: bool | None = (
         None  # --progress / --no-progress; None: on when stderr is a terminal, off with --json

@@ -10,10 +10,11 @@ import typer
 from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.completion import location_names
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, emit_json_stream, stdout
-from replctl.cli.render import Notes, cell, fitted_table, vector_text
+from replctl.cli.output import emit_json, emit_json_stream, page_through, stdout
+from replctl.cli.render import Notes, cell, fitted_table, state_text, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -25,7 +26,7 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would happen;
 @log_app.command("append")
 def append(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     event: Annotated[
         list[str] | None, typer.Option("--event", metavar="JSON", help="An event as JSON; repeatable.")
     ] = None,
@@ -84,17 +85,21 @@ NEWEST_ON_A_TERMINAL = 50
 @log_app.command("show")
 def show(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     from_seq: Annotated[
         int | None, typer.Option("--from", min=0, metavar="SEQ", help="First seq to show.")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N events.")] = None,
     every: Annotated[bool, typer.Option("--all", help="Every stored event (on a terminal too).")] = False,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="On a terminal, print instead of paging through $PAGER.")
+    ] = False,
 ) -> None:
     """The physically stored events of a log in seq order.
 
-    On a terminal, without --from, --limit or --all, only the newest 50 events are shown. Piped, and under
-    --json (which streams the events), every stored event is, as the runbooks read it.
+    On a terminal, without --from, --limit or --all, only the newest 50 events are shown, and a table longer
+    than the screen pages through $PAGER (default less -FRX; PAGER=cat or --no-pager prints it). Piped, and
+    under --json (which streams the events), every stored event is, as the runbooks read it.
     """
 
     def action(app: AppContext) -> Any:
@@ -148,18 +153,27 @@ def show(
                 cell(e["payload"]),
             )
         console = stdout()
-        console.print(table)
-        if hidden_shown:
-            console.print(
-                "* logically deleted: hidden from local reading, kept for replication (DEL1)", markup=False
-            )
-        if newest is not None and shown < page.stored:
-            console.print(
-                f"the newest {shown} of {page.stored} stored events; every one: replctl log show {location} "
-                f"--all (or --from SEQ, --limit N)",
-                markup=False,
-                soft_wrap=True,
-            )
+        with console.capture() as captured:
+            console.print(table)
+            if hidden_shown:
+                console.print(
+                    "* logically deleted: hidden from local reading, kept for replication (DEL1)",
+                    markup=False,
+                )
+            if newest is not None and shown < page.stored:
+                console.print(
+                    f"the newest {shown} of {page.stored} stored events; every one: replctl log show "
+                    f"{location} --all (or --from SEQ, --limit N)",
+                    markup=False,
+                    soft_wrap=True,
+                )
+        text = captured.get()
+        # Like git: only a terminal pages, and only when the text is longer than the screen.
+        if not no_pager and sys.stdout.isatty() and text.count("\n") > console.height:
+            page_through(text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
 
     run(ctx, action, render)
 
@@ -292,7 +306,7 @@ def replicate(
             arrow = f"{p['source']}→{p['target']}"
             table.add_row(
                 arrow,
-                p["state"],
+                state_text(p["state"]),
                 p["action"],
                 str(p["examined"]),
                 str(p["written"]),
@@ -356,7 +370,7 @@ def _planned_retry(d: dict[str, Any]) -> str:
 
 def delete(
     ctx: typer.Context,
-    location: str,
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
     upto: Annotated[
         int | None, typer.Option("--upto", metavar="SEQ", help="Delete the prefix seq ≤ SEQ.")
     ] = None,
@@ -445,7 +459,7 @@ drill_app = typer.Typer(help="Game-day drills: destroy data as a disaster would.
 @recover_app.command("location")
 def recover_location(
     ctx: typer.Context,
-    name: str,
+    name: Annotated[str, typer.Argument(autocompletion=location_names)],
     lost_from: Annotated[
         int | None,
         typer.Option(

@@ -6,18 +6,21 @@ type it, followed by its output. The demo stops at the first step that does not 
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import sys
 import tempfile
 import time
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from replctl.cli.output import stdout
+from replctl.cli.output import emit_json, stdout
+from replctl.errors import InvalidInput
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ def demo(
         # write (--plan-out) or to apply (a plan file naming `demo`).
         run(ctx, lambda _app: None, effect=Effect.UNPLANNED)
 
+    if directory is not None and directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        # The demo writes its own catalog, logs and config there: never beside (or over) someone's files.
+        run(ctx, lambda _app: _refuse_folder(directory))
     folder = directory or Path(tempfile.mkdtemp(prefix="replctl-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     # The backup store is a config setting (no global flag): a config file beside the catalog names it.
@@ -154,6 +160,8 @@ def demo(
         "--store",
         str(folder.resolve() / "logs"),
     ]
+    if ctx.obj is not None and ctx.obj.json:
+        _quietly(base, folder)
     console = stdout()
     console.print(f"replctl demo in {folder}", style="bold", markup=False)
     started = time.monotonic()
@@ -189,3 +197,42 @@ def demo(
         "replctl backup list",
     ):
         console.print(f"  {env} {hint}", markup=False)
+
+
+def _refuse_folder(directory: Path) -> None:
+    raise InvalidInput(
+        f"--dir {directory} is not an empty folder; the demo makes its own catalog and logs there",
+        code="bad-option",
+        hint="replctl demo --dir NEW_OR_EMPTY_FOLDER (or no --dir: a new folder)",
+    )
+
+
+def _quietly(base: list[str], folder: Path) -> None:
+    """`demo --json`: the story without narration, each step's own output kept back, then one document that
+    lists each step's command and exit code (cli.md: exactly one JSON document on stdout)."""
+    from replctl.cli import app
+
+    steps: list[dict[str, Any]] = []
+    for step in STORY:
+        with redirect_stdout(io.StringIO()):
+            try:
+                code = app([*base, "--json", *step.args], standalone_mode=False) or 0
+            except typer.Exit as done:
+                code = done.exit_code
+        steps.append({"command": ["replctl", *step.args], "exit": code, "expected": step.expect})
+        if code != step.expect:
+            emit_json(
+                {
+                    "ok": False,
+                    "error": {
+                        "code": "demo-failed",
+                        "message": f"the demo stopped: exit {code}, expected {step.expect}",
+                        "hint": None,
+                    },
+                    "dir": str(folder),
+                    "steps": steps,
+                }
+            )
+            raise typer.Exit(1)
+    emit_json({"ok": True, "dir": str(folder), "steps": steps})
+    raise typer.Exit(0)

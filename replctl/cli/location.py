@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.completion import location_names
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import render_topology_outcome, topology_outcome_json, vector_text
@@ -77,7 +78,7 @@ def list_(ctx: typer.Context) -> None:
 
 
 @app.command("show")
-def show(ctx: typer.Context, name: str) -> None:
+def show(ctx: typer.Context, name: Annotated[str, typer.Argument(autocompletion=location_names)]) -> None:
     """Show one location: metadata, connections in and out, segments."""
 
     def action(app: AppContext) -> Any:
@@ -135,7 +136,7 @@ def show(ctx: typer.Context, name: str) -> None:
 @app.command("retire")
 def retire(
     ctx: typer.Context,
-    name: str,
+    name: Annotated[str, typer.Argument(autocompletion=location_names)],
     prune_clock: Annotated[
         bool, typer.Option("--prune-clock", help="Also remove its id from every clock (RET2/RET3).")
     ] = False,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,14 +23,26 @@ def _width(stream: Any) -> int | None:
     return 200
 
 
+# -q (set per invocation by the root callback): text output is off; errors and refusals, written by
+# `emit_error`, and every --json document are not.
+_QUIET: ContextVar[bool] = ContextVar("replctl_quiet", default=False)
+
+
+def set_quiet(quiet: bool) -> None:
+    """Under -q the text consoles print nothing."""
+    _QUIET.set(quiet)
+
+
 def stdout() -> Console:
-    """A console on the current stdout (CliRunner swaps sys.stdout per invocation)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout))
+    """A console on the current stdout (CliRunner swaps sys.stdout per invocation); silent under -q."""
+    return Console(
+        file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout), quiet=_QUIET.get()
+    )
 
 
 def stderr() -> Console:
-    """A console on stderr, for progress, warnings and refusals in text mode."""
-    return Console(file=sys.stderr, highlight=False, soft_wrap=False)
+    """A console on stderr, for progress and warnings in text mode; silent under -q."""
+    return Console(file=sys.stderr, highlight=False, soft_wrap=False, quiet=_QUIET.get())
 
 
 def _utc(moment: datetime) -> datetime:
@@ -76,15 +90,60 @@ def _rfc3339(value: Any, key: str = "") -> Any:
     return value
 
 
+# The notation of the one document a command prints: `json`, or `yaml` under `--output yaml` (the same document,
+# for readers who prefer it, as kubectl's `-o yaml`). Set per invocation by the root callback (cli.__init__).
+_NOTATION: ContextVar[str] = ContextVar("replctl_document_notation", default="json")
+
+
+def set_notation(output: str | None) -> None:
+    """Print this invocation's documents as YAML when `output` is `yaml`, else as JSON."""
+    _NOTATION.set("yaml" if output == "yaml" else "json")
+
+
+@contextmanager
+def notation(name: str) -> Iterator[None]:
+    """Print documents in `name` (`json`, `yaml`) inside the block: a plan captures its document as JSON."""
+    token = _NOTATION.set(name)
+    try:
+        yield
+    finally:
+        _NOTATION.reset(token)
+
+
+def _plain(doc: Any) -> Any:
+    # What JSON would carry: strings for everything json.dumps turns into a string (default=str).
+    return json.loads(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False))
+
+
+def _yaml(doc: Any) -> str:
+    import yaml  # lazily: only --output yaml needs it (issue 17, start-up time)
+
+    return str(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, default_flow_style=False))
+
+
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print exactly one JSON document on stdout, its timestamps in the one format (`timestamp_json`)."""
-    sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
+    """Print exactly one document on stdout, its timestamps in the one format (`timestamp_json`): JSON, or
+    the same document as YAML under `--output yaml`."""
+    if _NOTATION.get() == "yaml":
+        sys.stdout.write(_yaml(_plain(doc)))
+    else:
+        sys.stdout.write(json.dumps(_rfc3339(doc), default=str, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
 def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, Any]]) -> None:
     """Print one JSON document on stdout, `head` plus `key`: the list of `items`, written item by item as they
     come, so that a long list (a log's events) is never held whole in memory (issue 18)."""
+    if _NOTATION.get() == "yaml":
+        # A YAML block sequence is written item by item just as well: the head, `key:`, then `- item` each.
+        sys.stdout.write(_yaml(_plain(head)) + f"{key}:")
+        empty = True
+        for item in items:
+            sys.stdout.write("\n" + _yaml([_plain(item)]).rstrip("\n"))
+            empty = False
+        sys.stdout.write(" []\n" if empty else "\n")
+        sys.stdout.flush()
+        return
     opening = json.dumps(_rfc3339({**head, key: []}), default=str, ensure_ascii=False)
     if not opening.endswith("[]}"):
         raise ValueError(f"the streamed list {key!r} must be the document's last key")
@@ -92,6 +151,35 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, A
     for i, item in enumerate(items):
         sys.stdout.write((", " if i else "") + json.dumps(_rfc3339(item), default=str, ensure_ascii=False))
     sys.stdout.write("]}\n")
+    sys.stdout.flush()
+
+
+# git's default pager and flags: -F quits at once when the text fits one screen, -R keeps colours, -X leaves
+# the text on the screen after quitting.
+DEFAULT_PAGER = "less -FRX"
+
+
+def page_through(text: str) -> None:
+    """Write `text` on stdout through $PAGER (default `less -FRX`), as git pages a long log (issue 18).
+
+    The caller decides that paging is wanted (a terminal, no --no-pager); under -q nothing is written.
+    `PAGER=cat` or an empty PAGER writes the text directly, and so does a pager that cannot be started: the
+    text is never lost.
+    """
+    import shlex
+    import subprocess
+
+    if _QUIET.get():
+        return
+    command = shlex.split(os.environ.get("PAGER", DEFAULT_PAGER))
+    if command and command != ["cat"]:
+        try:
+            subprocess.run(command, input=text, text=True, check=False)
+        except OSError:
+            pass  # no such pager: write the text directly below
+        else:
+            return
+    sys.stdout.write(text)
     sys.stdout.flush()
 
 

@@ -36,6 +36,8 @@ def render_reference() -> str:
         "",
         "Generated from `replctl ... --help` by `python -m replctl.cli.reference`; do not edit by hand.",
         "",
+        "The document each command prints under `--json` has a JSON Schema in [schemas/](schemas/).",
+        "",
     ]
     for path in _commands(root):
         result = runner.invoke(app, [*path, "--help"], env=env, prog_name="replctl")

@@ -219,11 +219,12 @@ def _table(console: Console, view: TopologyView, current: Current) -> None:
 def render_history(console: Console, changes: list[Change], *, wide: bool = False) -> None:
     """`topology history` as a table that fits 80 columns, each change's reason below it (H1)."""
     notes = Notes(wide)
-    table = fitted_table(("id", "at"), ("change", "reason"))
+    table = fitted_table(("id", "at", "who"), ("change", "reason"))
     for c in changes:
         table.add_row(
             str(c.id),
             timestamp_text(c.at),
+            cell(c.actor or "-"),  # who made the change (H1); `-` for changes recorded before it was kept
             Text(describe_change(c)),
             notes.cell(c.reason, "", f"change {c.id}: {c.reason}"),
         )
@@ -278,7 +279,7 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         table.add_row(
             loc["name"],
             loc["role"],
-            loc["state"],
+            state_text(loc["state"]),
             str(loc["seq"]),
             vector_text(loc["cvv"]),
             vector_text(loc["dvv"]),
@@ -295,7 +296,7 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         arrow = f"{c['source']}→{c['target']}"
         conns.add_row(
             arrow,
-            c["state"],
+            state_text(c["state"]),
             str(c["progress"]),
             str(c.get("lag", "")),
             notes.cell(c["filter"], "yes" if c["filter"] else "", f"{arrow} filter: {c['filter']}"),
@@ -325,6 +326,24 @@ def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) 
         )
     for w in doc.get("warnings", []):
         console.print(f"warning [{w['code']}]: {w['message']}", markup=False, soft_wrap=True)
+
+
+# Colours of the states an operator must notice (issue 18): what stops replication or data in red, what waits
+# in yellow, what is over in grey. Rich drops the colours under NO_COLOR and when stdout is not a terminal.
+STATE_STYLES = {
+    "blocked": "bold red",
+    "damaged": "bold red",
+    "failed": "red",
+    "pending": "yellow",
+    "recovering": "yellow",
+    "retired": "bright_black",
+    "removed": "bright_black",
+}
+
+
+def state_text(state: str) -> Text:
+    """A location's or connection's state for a table cell, coloured when it needs attention."""
+    return Text(state, style=STATE_STYLES.get(state, ""))
 
 
 def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:

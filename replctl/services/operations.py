@@ -81,7 +81,7 @@ class OperationContext:
             return
         with self.catalog.transaction() as tx:
             self.tokens[resource] = tx.acquire_lease(
-                resource, self.catalog.holder_name(_actor()), self.id, LEASE_TTL_SECONDS
+                resource, self.catalog.holder_name(current_actor()), self.id, LEASE_TTL_SECONDS
             )
 
     def release(self, resource: str) -> None:
@@ -168,7 +168,29 @@ def _acting_args(mode: _PlanMode | None, command: str, args: dict[str, Any]) -> 
     return {**args, **mode.applied.journal_args()} if mode.applied is not None else args
 
 
-def _actor() -> str:
+# Callers that want to hear of each journalled operation as it begins (`replctl -v` prints its id).
+_OBSERVERS: ContextVar[tuple[Callable[[str, str], None], ...]] = ContextVar(
+    "replctl_operation_observers", default=()
+)
+
+
+@contextmanager
+def observing_operations(callback: Callable[[str, str], None]) -> Iterator[None]:
+    """Call `callback(operation_id, command)` as each journalled operation begins inside the block."""
+    token = _OBSERVERS.set((*_OBSERVERS.get(), callback))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
+
+
+def _announce(operation_id: str, command: str) -> None:
+    for observer in _OBSERVERS.get():
+        observer(operation_id, command)
+
+
+def current_actor() -> str:
+    """Who runs this operation: the login name, as the journal and the topology history record it (H1)."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -191,7 +213,8 @@ def operation(
     mode = _PLAN_MODE.get()
     args = _acting_args(mode, command, args)
     with catalog.transaction() as tx:
-        op_id = tx.begin_operation(command, args, _actor(), socket.gethostname(), reason)
+        op_id = tx.begin_operation(command, args, current_actor(), socket.gethostname(), reason)
+    _announce(op_id, command)
     ctx = OperationContext(catalog, op_id, False)
     outcome, error = "failed", None
     keeper: LeaseKeeper | None = None
@@ -245,7 +268,7 @@ def _take_leases(ctx: OperationContext, op_id: str, resources: list[str]) -> Non
         with ctx.catalog.transaction() as tx:
             # The holder names this process, so that a re-run after a crash can tell it died.
             ctx.tokens[resource] = tx.acquire_lease(
-                resource, ctx.catalog.holder_name(_actor()), op_id, LEASE_TTL_SECONDS
+                resource, ctx.catalog.holder_name(current_actor()), op_id, LEASE_TTL_SECONDS
             )
 
 

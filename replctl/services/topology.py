@@ -26,7 +26,13 @@ from replctl.core.topology import TopologyState, fold
 from replctl.core.topology_rules import validate as validate_state
 from replctl.errors import InvalidInput, Refused, UnknownName
 from replctl.services.lookup import get_location
-from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.operations import (
+    TOPOLOGY,
+    OperationContext,
+    current_actor,
+    location_resource,
+    operation,
+)
 from replctl.services.ports import Catalog, CatalogTransaction
 
 
@@ -85,7 +91,8 @@ def _apply(
     reason: str | None,
 ) -> dict[str, Any] | None:
     """Record one change and bring the run-time tables in line; returns a start report for new connections."""
-    tx.record_change(change, actor=None, reason=reason, operation_id=ctx.id)
+    # H1: the history says who made each change (`topology history`'s who column), as the journal does.
+    tx.record_change(change, actor=current_actor(), reason=reason, operation_id=ctx.id)
     kind = change.kind
     if kind is ChangeKind.LOCATION_ADDED:
         assert change.location is not None

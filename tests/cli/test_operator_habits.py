@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from clitool import Replctl
 
+from replctl.cli import app
+
 
 @pytest.fixture
 def rc(tmp_path: Path) -> Replctl:
@@ -29,7 +31,8 @@ def rc(tmp_path: Path) -> Replctl:
 def on_a_terminal(rc: Replctl, *args: str) -> str:
     """stdout of `replctl ARGS` run in a child process whose stdout is a pseudo-terminal."""
     leader, follower = pty.openpty()
-    env = {**os.environ, **rc.env, "COLUMNS": "200"}
+    # A test sets PAGER itself when it is about the pager; otherwise the table is printed, not paged.
+    env = {**os.environ, "PAGER": "cat", **rc.env, "COLUMNS": "200"}
     child = subprocess.Popen(
         [sys.executable, "-m", "replctl", *args], env=env, stdout=follower, stderr=subprocess.PIPE
     )
@@ -65,6 +68,29 @@ def test_log_show_on_a_terminal_shows_the_newest_50_and_says_how_to_see_all(rc: 
     assert seqs(on_a_terminal(rc, "log", "show", "A", "--from", "5", "--limit", "3")) == [5, 6, 7]
     # Piped (a script, a file), every stored event, as before.
     assert seqs(rc("log", "show", "A").stdout) == list(range(1, 61))
+
+
+def test_log_show_on_a_terminal_pages_a_long_table_through_the_pager_like_git(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("log", "append", "A", "--generate", "60")
+    rc.env["LINES"] = "24"
+    # A pager that marks every line it is given: what reaches the terminal went through it.
+    rc.env["PAGER"] = "sed s/^/paged:/"
+    paged = on_a_terminal(rc, "log", "show", "A").splitlines()
+    assert len(paged) == 56 and all(line.startswith("paged:") for line in paged)
+    assert seqs("\n".join(line.removeprefix("paged:") for line in paged)) == list(range(11, 61))
+    assert paged[-1] == (
+        "paged:the newest 50 of 60 stored events; every one: replctl log show A --all (or --from SEQ, --limit N)"
+    )
+    # Short enough for the screen, --no-pager, PAGER=cat, a pager that is not there: printed as it is.
+    for args in (("--limit", "3"), ("--no-pager",)):
+        assert "paged:" not in on_a_terminal(rc, "log", "show", "A", *args)
+    rc.env["PAGER"] = "cat"
+    assert seqs(on_a_terminal(rc, "log", "show", "A")) == list(range(11, 61))
+    rc.env["PAGER"] = "no-such-pager-here"
+    assert seqs(on_a_terminal(rc, "log", "show", "A")) == list(range(11, 61))
+    # Piped, never paged.
+    assert "paged:" not in rc("log", "show", "A").stdout
 
 
 def test_log_show_marks_logically_deleted_rows_and_explains_the_star(rc: Replctl) -> None:
@@ -140,6 +166,27 @@ def test_adding_a_location_that_exists_says_it_exists_and_changes_nothing(rc: Re
     )
 
 
+def test_topology_history_says_who_made_each_change(rc: Replctl) -> None:
+    rc.env["LOGNAME"] = "ops-anna"  # getpass reads LOGNAME first: the login name the journal records
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc.env["LOGNAME"] = "ops-ben"
+    rc("topology", "add", "A", "B", "--reason", "CHG-2")
+    changes = rc.json("topology", "history")["changes"]
+    assert [(c["kind"], c["actor"]) for c in changes] == [
+        ("location-added", "ops-anna"),
+        ("location-added", "ops-anna"),
+        ("connection-added", "ops-ben"),
+    ]
+    rows = [line.split()[2:] for line in rc("topology", "history").stdout.splitlines()[2:5]]
+    assert rows == [
+        ["ops-anna", "location-added", "A", "(read-write)"],
+        ["ops-anna", "location-added", "B", "(read-write)"],
+        ["ops-ben", "connection-added", "A→B", "[1]"],
+    ]
+    assert rc("topology", "history").stdout.splitlines()[0].split() == ["id", "at", "who", "change", "reason"]
+
+
 def test_version_names_replctl_spark_java_and_the_catalog_schema(rc: Replctl) -> None:
     from importlib.metadata import version
 
@@ -190,3 +237,126 @@ def test_each_hint_when_run_succeeds(rc: Replctl) -> None:
     assert json.dumps(sorted(rc.connections())) == json.dumps(
         [["A", "B"], ["A", "D"], ["B", "D"], ["D", "A"], ["D", "B"]]
     )
+
+
+def test_output_yaml_prints_the_json_document_as_yaml(rc: Replctl) -> None:
+    import yaml
+
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    for args in (("status",), ("location", "show", "A"), ("log", "show", "A"), ("ops", "list")):
+        as_yaml = rc(*args, "--output", "yaml").stdout
+        assert not as_yaml.startswith("{"), as_yaml
+        assert yaml.safe_load(as_yaml) == rc.json(*args), args
+    # The streamed events (log show) come as a YAML block sequence, one `- ` item at a time.
+    assert rc("log", "show", "A", "--from", "2", "--output=yaml").stdout.endswith(
+        "events:\n- seq: 2\n  origin: A\n  origin_time: 2\n  vt:\n    A: 2\n  type: null\n  key: a2\n"
+        "  tags: []\n  payload: null\n"
+    )
+    assert rc("log", "show", "A", "--from", "3", "--output", "yaml").stdout.endswith("events: []\n")
+    rc.env["REPLCTL_OUTPUT"] = "yaml"
+    refused = rc("location", "show", "Zz", expect=2)
+    assert yaml.safe_load(refused.stdout) == {
+        "ok": False,
+        "error": {
+            "code": "unknown-location",
+            "message": "unknown location 'Zz'",
+            "hint": "list them with: replctl location list",
+        },
+    }
+    usage = yaml.safe_load(rc("location", "show", expect=2).stdout)
+    assert (usage["ok"], usage["error"]["code"]) == (False, "usage")
+
+
+def test_output_takes_text_json_or_yaml_only(rc: Replctl) -> None:
+    bad = rc("status", "--output", "xml", expect=2)
+    assert bad.stderr == "error: --output must be text, json or yaml, got 'xml'\n"
+
+
+def test_states_that_need_attention_are_coloured_on_a_terminal_unless_no_color(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("location", "retire", "B", "--yes")
+    del rc.env["NO_COLOR"]
+    rows = on_a_terminal(rc, "status").splitlines()[2:4]
+    # retired in grey; active needs no colour (the headers are bold, which NO_COLOR leaves).
+    assert rows == [
+        "A         read-write  active   0    {}   {}   0/0      yes         ",
+        "B         read-write  \x1b[90mretired\x1b[0m  0    {}   {}   0/0                  ",
+    ]
+    rc.env["NO_COLOR"] = "1"
+    assert on_a_terminal(rc, "status").splitlines()[3] == (
+        "B         read-write  retired  0    {}   {}   0/0                  "
+    )
+    del rc.env["NO_COLOR"]
+    assert "\x1b[" not in rc("status").stdout  # piped: no colour
+
+
+def test_demo_refuses_a_folder_that_is_not_empty_and_changes_nothing_there(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    refused = rc("demo", "--dir", str(folder), expect=2)
+    assert refused.stderr == (
+        f"error: --dir {folder} is not an empty folder; the demo makes its own catalog and logs there\n"
+        "hint: replctl demo --dir NEW_OR_EMPTY_FOLDER (or no --dir: a new folder)\n"
+    )
+    assert refused.stdout == ""
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+    assert rc.json("demo", "--dir", str(folder), expect=2)["error"]["code"] == "bad-option"
+
+
+def test_quiet_prints_only_errors_and_verbose_names_the_journalled_operation(rc: Replctl) -> None:
+    added = rc("-q", "location", "add", "A")
+    assert (added.stdout, added.stderr) == ("", "")
+    assert rc("location", "show", "A", "--quiet").stdout == ""
+    refused = rc("-q", "location", "show", "Zz", expect=2)
+    assert (refused.stdout, refused.stderr) == (
+        "",
+        "error: unknown location 'Zz'\nhint: list them with: replctl location list\n",
+    )
+    assert rc.json("-q", "location", "show", "A")["name"] == "A"  # a --json document is not text output
+
+    verbose = rc("-v", "location", "add", "B")
+    op = rc.json("ops", "list", "--limit", "1")["operations"][0]["id"]
+    said = verbose.stderr.splitlines()
+    assert said[0] == f"operation {op} (location add); see: replctl ops show {op}"
+    assert re.fullmatch(r"replctl location add: exit 0 after \d+\.\d\d s", said[1]), said
+    assert verbose.stdout == "recorded: location-added B (read-write)\n"
+    assert re.fullmatch(r"replctl status: exit 0 after \d+\.\d\d s\n", rc("status", "--verbose").stderr)
+
+
+def test_quiet_log_show_prints_nothing(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    assert rc("-q", "log", "show", "A").stdout == ""
+
+
+def complete(rc: Replctl, line: str) -> list[str]:
+    """What bash completion offers for `line` (Typer's protocol: _REPLCTL_COMPLETE, COMP_WORDS, COMP_CWORD)."""
+    words = line.split(" ")
+    env = {
+        **rc.env,
+        "_REPLCTL_COMPLETE": "complete_bash",
+        "COMP_WORDS": line,
+        "COMP_CWORD": str(len(words) - 1),
+    }
+    result = rc.runner.invoke(app, [], env=env, prog_name="replctl", catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return [word for word in result.stdout.splitlines() if word]
+
+
+def test_location_names_complete_from_the_catalog_and_nothing_on_any_error(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    for name in ("EU1", "EU2", "US1", "OLD"):
+        rc("location", "add", name)
+    rc("location", "retire", "OLD", "--yes")
+    assert complete(rc, "replctl location show EU") == ["EU1", "EU2"]
+    assert complete(rc, "replctl log show ") == ["EU1", "EU2", "US1"]  # a retired one is not offered
+    assert complete(rc, "replctl recover location U") == ["US1"]
+    rc.env["REPLCTL_DB"] = f"sqlite:///{tmp_path / 'nowhere.db'}"
+    assert complete(rc, "replctl location show EU") == []
+    assert not (tmp_path / "nowhere.db").exists()
