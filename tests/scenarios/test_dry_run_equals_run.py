@@ -60,6 +60,22 @@ def lost_suffix(rc: Replctl) -> None:
     rc("drill", "disaster", "A", "--from", "2")
 
 
+def one_segment_replicated(rc: Replctl) -> None:
+    """A↔B; A holds a1..a4 in one segment, replicated to B (finding 4: a loss inside that segment)."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4")
+    rc("replicate")
+
+
+def lost_mid_segment(rc: Replctl) -> None:
+    """As `one_segment_replicated`, then A's segment is cut from seq 3 on (the runbook's drill): the census
+    finds the loss inside the segment, whose a1, a2 survive (DR0, DR1)."""
+    one_segment_replicated(rc)
+    rc("drill", "disaster", "A", "--from", "3")
+
+
 def lost_what_b_deleted(rc: Replctl) -> None:
     """A loses a1..a3, which B deleted: B fails DR4 (exit 5) unless the loss is accepted."""
     lose_what_the_neighbour_deleted(rc, lost_from=1)
@@ -202,6 +218,15 @@ CASES = {
     "delete --older-than": Case(replicated, ("delete", "A", "--older-than", "0s"), deletion, code=5),
     "delete --logical": Case(replicated, ("delete", "A", "--upto", "4", "--logical"), deletion),
     "recover location": Case(lost_suffix, ("recover", "location", "A"), recovery),
+    "recover location (census: loss inside a segment)": Case(
+        lost_mid_segment, ("recover", "location", "A"), recovery
+    ),
+    "recover location --lost-from (inside a segment)": Case(
+        one_segment_replicated, ("recover", "location", "A", "--lost-from", "3"), recovery
+    ),
+    "recover location --lost-from (inside a segment, after a drill)": Case(
+        lost_mid_segment, ("recover", "location", "A", "--lost-from", "3"), recovery
+    ),
     "recover location (DR4 refuses)": Case(
         lost_what_b_deleted, ("recover", "location", "A"), recovery, code=5
     ),
@@ -266,6 +291,25 @@ def _comparable(run: Doc | None, plan: Doc) -> Doc | None:
         return run
     counts = ("examined", "written", "skipped_causal", "skipped_filter", "blocked_at", "progress", "reason")
     return {**run, **{k: plan[k] for k in counts}}
+
+
+@pytest.mark.parametrize("declared", [(), ("--lost-from", "3")], ids=["census", "--lost-from"])
+def test_a_dry_run_keeps_the_survivors_of_a_segment_cut_inside(
+    rc: Replctl, declared: tuple[str, ...]
+) -> None:
+    """DR1/DR2, finding 4: A's one segment a1..a4 is cut from seq 3 on; the dry run keeps a1, a2 (survivors up
+    to 2) and resets B's progress over A to 2, as the run does: it said 0 and 0, a loss it would not make."""
+    lost_mid_segment(rc)
+    planned = rc.json("recover", "location", "A", *declared, "--dry-run")
+    assert (planned["lost_from"], planned["survivors_upto"]) == (3, 2)
+    assert planned["progress_resets"] == [
+        {"source": "A", "target": "B", "from": 4, "to": 2},
+        {"source": "B", "target": "A", "from": 4, "to": 0},
+    ]
+    ran = rc.json("recover", "location", "A", *declared)
+    assert (ran["survivors_upto"], ran["progress_resets"]) == (2, planned["progress_resets"])
+    assert rc.stored("A")[:2] == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3"), ("A", 4, "a4")]
 
 
 def test_a_dry_run_retries_a_pending_deletion_on_what_its_passes_reach(rc: Replctl) -> None:
