@@ -324,7 +324,7 @@ def _event_recovery(
         written = 0
         for source in ready:
             report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
-            written += report.written
+            written += report.written or 0  # a run's pass always knows its count
             pending.remove(source)
             if report.action == DAMAGED:
                 # DR0: a damaged source served nothing; the recovery is not complete without it, and a

@@ -4,7 +4,7 @@ changes nothing and decides what the run then does (targets, rounds, clocks, seg
 Each case builds a tiny state, takes the dry run's document, checks that the catalog did not move, runs the
 command for real on that same state and compares the decisions of both documents. What only the run can know
 is named per case and left out: new operation ids and segment file names, and the counts of a replication
-pass that reads events (a dry run reads none; it says `would-run`).
+pass that reads events (a dry run reads none; it says `would-run` and gives them as null).
 """
 
 from __future__ import annotations
@@ -286,10 +286,13 @@ def test_the_dry_run_decides_what_the_run_does(rc: Replctl, case: Case) -> None:
 
 
 def _comparable(run: Doc | None, plan: Doc) -> Doc | None:
-    """A run pass as its dry run can state it: a `would-run` pass's counts and progress are not planned."""
+    """A run pass as its dry run can state it: a `would-run` pass's counts are unknown (null, finding 5), and
+    so is its progress where an admission check may stop it; a progress the plan states must be the run's."""
     if run is None or plan["action"] != "ran":
         return run
-    counts = ("examined", "written", "skipped_causal", "skipped_filter", "blocked_at", "progress", "reason")
+    unknown = ("examined", "written", "skipped_causal", "skipped_filter")
+    assert all(plan[k] is None for k in unknown)  # never a 0 the run then contradicts
+    counts = (*unknown, "blocked_at", "reason", *(("progress",) if plan["progress"] is None else ()))
     return {**run, **{k: plan[k] for k in counts}}
 
 
@@ -310,6 +313,33 @@ def test_a_dry_run_keeps_the_survivors_of_a_segment_cut_inside(
     assert (ran["survivors_upto"], ran["progress_resets"]) == (2, planned["progress_resets"])
     assert rc.stored("A")[:2] == [("A", 1, "a1"), ("A", 2, "a2")]
     assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3"), ("A", 4, "a4")]
+
+
+def test_a_replicate_dry_run_gives_the_counts_it_cannot_know_as_unknown_not_zero(rc: Replctl) -> None:
+    """REP1/REP2, finding 5: a pass that reads events is decided by the filters only when it runs, so the dry
+    run's examined/written are null (text "?"), never the 0 a script would believe; the progress it reaches
+    (A's log to its end, REP2) is known and is what the run then records."""
+    replicated(rc)  # B holds a1..a3, so A→B is a pass that reads (a4), not a copy of whole segments
+    [planned] = rc.json("replicate", "A", "B", "--dry-run")["passes"]
+    assert planned == {
+        "source": "A",
+        "target": "B",
+        "state": "active",
+        "action": "would-run",
+        "examined": None,
+        "written": None,
+        "skipped_causal": None,
+        "skipped_filter": None,
+        "blocked_at": None,
+        "progress": 4,
+        "reason": None,
+    }
+    text = rc("replicate", "A", "B", "--dry-run").stdout
+    [row] = [line.split() for line in text.splitlines() if line.startswith("A→B")]
+    assert row == ["A→B", "active", "would-run", "?", "?", "?/?", "4"]
+    assert "?: known only by running the pass" in " ".join(text.split())
+    [ran] = rc.json("replicate", "A", "B")["passes"]
+    assert (ran["action"], ran["examined"], ran["written"], ran["progress"]) == ("ran", 1, 1, 4)
 
 
 def test_a_dry_run_retries_a_pending_deletion_on_what_its_passes_reach(rc: Replctl) -> None:
