@@ -76,6 +76,13 @@ def lost_mid_segment(rc: Replctl) -> None:
     rc("drill", "disaster", "A", "--from", "3")
 
 
+def b_damaged(rc: Replctl) -> None:
+    """A↔B replicated, then B's log is destroyed (a drill): a backup of every location refuses B (DR0)."""
+    two_way(rc)
+    rc("replicate")
+    rc("drill", "disaster", "B", "--from", "1")
+
+
 def lost_what_b_deleted(rc: Replctl) -> None:
     """A loses a1..a3, which B deleted: B fails DR4 (exit 5) unless the loss is accepted."""
     lose_what_the_neighbour_deleted(rc, lost_from=1)
@@ -193,6 +200,11 @@ def backups_made(doc: Doc) -> list[Doc]:
     return [without(b, "id", "created_at") for b in doc["backups"]]
 
 
+def backups_and_refusals(doc: Doc) -> Doc:
+    """BK1 with a refusal (finding 6): the backups made, and each location refused with its error."""
+    return {"backups": backups_made(doc), "refused": doc["refused"]}
+
+
 def append(doc: Doc) -> Doc:
     """An append: how many events, which seqs, the CVV after (EM1/EM2)."""
     return without(doc)
@@ -255,6 +267,9 @@ CASES = {
     "log append --generate": Case(two_way, ("log", "append", "A", "--generate", "3"), append),
     "backup create (incremental)": Case(backed_up_once, ("backup", "create", "A"), backups_made),
     "backup create (every location)": Case(two_way, ("backup", "create"), backups_made),
+    "backup create (every location, one damaged)": Case(
+        b_damaged, ("backup", "create"), backups_and_refusals, code=5
+    ),
     "backup prune": Case(two_backups, ("backup", "prune", "A", "--keep-last", "1"), without),
     "drill disaster": Case(two_way, ("drill", "disaster", "A", "--from", "2"), without),
     "location add": Case(two_way, ("location", "add", "C"), topology),
