@@ -327,6 +327,12 @@ class Engine:
             identity_origins=identity_origins,
         )
 
+    def survivors_below(self, segment: Segment, keep_below: int) -> SegmentStats | None:
+        """DR1 on paper: what `truncate_below` would keep; see `adapters.spark.recovery.survivors_below`."""
+        from replctl.adapters.spark.recovery import survivors_below
+
+        return survivors_below(self.spark(), self.store, segment, keep_below)
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`; see `adapters.logstore.drill.cut_files` (local files, no Spark)."""
         from replctl.adapters.logstore.drill import cut_files

@@ -63,10 +63,13 @@ def create(
             dry_run=dry_run or app.planning,
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: dict[str, Any]) -> int:
+        # Finding 6: backups made while another location was refused are partial work (exit 5); a dry run
+        # exits 0 and says the same, as every dry run of partial work does.
+        code = 5 if out["refused"] and not out["dry_run"] else 0
         if app.json:
             emit_json({"ok": True, **out})
-            return
+            return code
         for b in out["backups"]:
             head = (
                 f"would back up {b['location']}" if out["dry_run"] else f"backup {b['id']}: {b['location']}"
@@ -76,6 +79,13 @@ def create(
                 f"{b['segments_reused']} reused, {len(b['copied'])} copied ({b['bytes_copied']} bytes)",
                 markup=False,
             )
+        for r in out["refused"]:
+            error = r["error"]
+            verb = "would refuse" if out["dry_run"] else "refused"
+            stdout().print(f"{verb} {r['location']}: {error['message']}", markup=False, soft_wrap=True)
+            if error.get("hint"):
+                stdout().print(f"hint: {error['hint']}", markup=False, soft_wrap=True)
+        return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
 

@@ -308,18 +308,19 @@ def replicate(
                 arrow,
                 state_text(p["state"]),
                 p["action"],
-                str(p["examined"]),
-                str(p["written"]),
-                f"{p['skipped_causal']}/{p['skipped_filter']}",
+                _count(p["examined"]),
+                _count(p["written"]),
+                f"{_count(p['skipped_causal'])}/{_count(p['skipped_filter'])}",
                 "" if p["blocked_at"] is None else str(p["blocked_at"]),
-                str(p["progress"]),
+                _count(p["progress"]),
                 notes.cell(p["reason"], "", f"{arrow}: {p['reason']}"),
             )
         if out["passes"]:
             stdout().print(table)
             stdout().print(
                 "read: events examined; skip c/f: skipped as held already (CF1) / by the filter; "
-                "blocked: the seq the pass stopped at (RFC2)",
+                "blocked: the seq the pass stopped at (RFC2)"
+                + ("; ?: known only by running the pass" if _unknown(out["passes"]) else ""),
                 markup=False,
                 soft_wrap=True,
             )
@@ -343,6 +344,16 @@ def replicate(
         return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
+
+
+def _count(value: int | None) -> str:
+    """A pass's count as the table shows it: "?" when a dry run cannot know it without running (finding 5)."""
+    return "?" if value is None else str(value)
+
+
+def _unknown(passes: list[dict[str, Any]]) -> bool:
+    """Whether a pass in the table has a count only running it tells."""
+    return any(p["examined"] is None or p["progress"] is None for p in passes)
 
 
 def _planned_retry(d: dict[str, Any]) -> str:

@@ -45,14 +45,34 @@ def create(
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
-    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing."""
+    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing.
+
+    Each location's backup is its own operation: one that cannot be made now (its log is damaged, DR0, or
+    another operation holds it) is listed under `refused` with its error while the others are made, and the
+    outcome is marked `incomplete` (exit 5). When no backup could be made, that one location's error stands
+    (exit 4 for a damaged log), as for a single named location.
+    """
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
         # A recovering location's log is not yet what it will be: the default leaves it out (BK1: active ones).
         chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
-    made = [_one(catalog, store, backups, name, reason, dry_run=dry_run) for name in dict.fromkeys(chosen)]
-    return {"dry_run": dry_run, "backups": made}
+    made: list[dict[str, Any]] = []
+    refused: list[tuple[str, LockHeld]] = []
+    for name in dict.fromkeys(chosen):
+        try:
+            made.append(_one(catalog, store, backups, name, reason, dry_run=dry_run))
+        except LockHeld as exc:
+            # Finding 6: one damaged log stopped the command after the backups before it were made, and the
+            # document listed none of them; the others are still worth having, so each is listed.
+            refused.append((name, exc))
+    if refused and not made:
+        raise refused[0][1]
+    return {
+        "dry_run": dry_run,
+        "backups": made,
+        "refused": [{"location": name, "error": exc.to_json()} for name, exc in refused],
+    }
 
 
 def _one(

@@ -402,6 +402,10 @@ class DataPlane(Protocol):
         """DR1: the events of a damaged segment with seq < `keep_below` as a new segment (None: none survive)."""
         ...
 
+    def survivors_below(self, segment: Segment, keep_below: int) -> SegmentStats | None:
+        """DR1 for a dry run: the statistics `truncate_below` would return, with nothing written."""
+        ...
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`: destroy the events seq ≥ `from_seq` of one segment in place, as a torn disk would."""
         ...

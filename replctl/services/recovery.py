@@ -95,12 +95,12 @@ def recover(
     dry_run: bool = False,
 ) -> dict[str, Any]:
     """`recover location NAME [--lost-from SEQ] [--accept-loss]`."""
-    if lost_from is not None and lost_from < 1:
-        raise InvalidInput(f"--lost-from takes a seq ≥ 1, got {lost_from}", code="bad-number")
     with catalog.transaction() as tx:
         loc = get_location(tx, name)
         if loc.retired:
             raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
+        if lost_from is not None:
+            _check_lost_from(loc, lost_from)
         around = dr.neighbours(load_state(tx), name)
     return operation(
         catalog,
@@ -110,6 +110,24 @@ def recover(
         resources=[location_resource(n) for n in [name, *around]],
         dry_run=dry_run,
         body=lambda ctx: _recover(ctx, engine, name, declared=lost_from, accept_loss=accept_loss),
+    )
+
+
+def _check_lost_from(loc: Location, lost_from: int) -> None:
+    """DR0: a declared loss starts at a seq A assigned, 1..A.seq; anything else is a typo that must change
+    nothing (finding 7: `--lost-from 999` on a log at seq 19 ran a whole recovery). Checked before the
+    operation starts, so nothing is journalled."""
+    if 1 <= lost_from <= loc.seq:
+        return
+    hint = (
+        f"{loc.name} has assigned no seq yet, so it has nothing to lose; check the name"
+        if loc.seq == 0
+        else f"give a seq from 1 to {loc.seq}, the last seq {loc.name} assigned (replctl log show {loc.name})"
+    )
+    raise InvalidInput(
+        f"--lost-from {lost_from} is outside {loc.name}'s log (seqs 1..{loc.seq}) (DR0)",
+        code="bad-number",
+        hint=hint,
     )
 
 
@@ -212,7 +230,12 @@ def _recover_metadata(
     """DR1 and DR2 in one transaction: survivors, CVV, numbering from the last survivor, progress resets."""
     split = dr.split_segments(segments, first_lost)
     kept_stats, out_rel = None, None
-    if split.straddle is not None and not ctx.dry_run:
+    if split.straddle is not None and ctx.dry_run:
+        # DR1, finding 4: the survivors of a straddling segment are its rows below the first lost seq, read
+        # exactly as the run reads them to keep them (written nowhere): the dry run predicted none, a loss
+        # larger than the run's and a reset of progress below what the readers then kept.
+        kept_stats = engine.survivors_below(split.straddle, first_lost)
+    elif split.straddle is not None:
         out_rel = engine.store.new_segment_path(loc.name, split.straddle.seq_lo)
         with ctx.transaction() as tx:
             clk = clocks(tx.locations())
@@ -301,7 +324,7 @@ def _event_recovery(
         written = 0
         for source in ready:
             report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
-            written += report.written
+            written += report.written or 0  # a run's pass always knows its count
             pending.remove(source)
             if report.action == DAMAGED:
                 # DR0: a damaged source served nothing; the recovery is not complete without it, and a

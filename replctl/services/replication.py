@@ -37,18 +37,24 @@ DAMAGED = "damaged"
 
 @dataclass(frozen=True)
 class PassReport:
-    """One pass, as `replicate --json` reports it."""
+    """One pass, as `replicate --json` reports it.
+
+    A dry run's pass that would read events (`would-run`) or waits for an earlier one (`depends`) has its
+    counts as None (JSON null): they are known only by running the causality filter (CF1) and the connection
+    filter, and a 0 there was a promise the run broke (finding 5). Its `progress` is the one the run reaches
+    when the plan tells (REP2), else None too.
+    """
 
     source: str
     target: str
     state: str
     action: str
-    examined: int = 0
-    written: int = 0
-    skipped_causal: int = 0
-    skipped_filter: int = 0
+    examined: int | None = 0
+    written: int | None = 0
+    skipped_causal: int | None = 0
+    skipped_filter: int | None = 0
     blocked_at: int | None = None
-    progress: int = 0
+    progress: int | None = 0
     reason: str | None = None
     # Not in the JSON: the progress the run's pass reaches for sure, as far as the plan tells (a dry run's
     # deletion retries are decided on it, DEL4); None when only running tells.
@@ -57,7 +63,7 @@ class PassReport:
     @property
     def changed(self) -> bool:
         """Whether the pass changed anything (progress, events or state)."""
-        return self.written > 0 or self.action in ("activated", "advanced")
+        return bool(self.written) or self.action in ("activated", "advanced")
 
     def to_json(self) -> dict[str, Any]:
         """The cli.md shape."""
@@ -266,9 +272,10 @@ def _planned(base: PassReport, plan: PassPlan, *, blockable: bool) -> PassReport
     """A dry run's report of a pass that reads or copies events.
 
     A copy takes the planned segments whole, so the dry run reports what the run will (issue 14); a pass
-    that reads events learns its counts and progress only by reading them: `would-run`, counts left at 0.
+    that reads events learns its counts only by reading them: `would-run`, counts unknown (None, finding 5).
     Unless an RFC2 admission check may block it (`blockable`), it reads the source's log to the end of the
-    planned segments (REP2: progress over written, skipped and filtered events alike): that it `reaches`.
+    planned segments (REP2: progress over written, skipped and filtered events alike): that it `reaches`, and
+    that is its progress; a blockable pass's progress is unknown too.
     """
     if plan.action is PassAction.COPY:
         count = sum(seg.count for seg in plan.segments)
@@ -282,7 +289,11 @@ def _planned(base: PassReport, plan: PassPlan, *, blockable: bool) -> PassReport
             reaches=plan.new_progress,
         )
     end = None if blockable else max(seg.seq_hi for seg in plan.segments)
-    return replace(base, action="would-run", reaches=end)
+    return replace(base, action="would-run", reaches=end, progress=end, **_UNKNOWN_COUNTS)
+
+
+# A dry run's counts of a pass that reads events: only running the filters (CF1, the connection's) knows them.
+_UNKNOWN_COUNTS: dict[str, Any] = dict.fromkeys(("examined", "written", "skipped_causal", "skipped_filter"))
 
 
 def _damaged_end(
@@ -630,8 +641,9 @@ def _round(ctx: OperationContext, engine: DataPlane, connections: list[Connectio
                     conn.target,
                     conn.state.value,
                     DEPENDS,
-                    progress=conn.progress,
+                    progress=None,
                     reason=f"decided once {earlier} has run",
+                    **_UNKNOWN_COUNTS,
                 )
             )
             continue

@@ -306,6 +306,10 @@ class FakeDataPlane:
             self.store.write(out_rel, kept)
         return stats_of(kept)
 
+    def survivors_below(self, segment: Segment, keep_below: int) -> SegmentStats | None:
+        """DR1 on paper: what `truncate_below` would keep, written nowhere."""
+        return stats_of([e for e in self.store.segments.get(segment.path, []) if e["seq"] < keep_below])
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`: the segment loses its events seq ≥ `from_seq`; with none left it is gone."""
         kept = [e for e in self.store.segments.get(segment.path, []) if e["seq"] < from_seq]

@@ -350,3 +350,64 @@ def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: R
     assert (doc["backup"], doc["refused"]) == (made["id"], [])
     assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
     assert rc.json("log", "verify")["ok"]
+
+
+def three_with_b_damaged(rc: Replctl) -> str:
+    """A, B and C each hold one event; then B's log is destroyed (a drill), its catalog left as it was.
+    Returns the path of B's lost segment."""
+    for name in ("A", "B", "C"):
+        rc("location", "add", name)
+        rc.append(name, f"{name.lower()}1")
+    (segment,) = [p for p in (rc.store / "B").iterdir() if p.is_dir()]
+    rc("drill", "disaster", "B", "--from", "1")
+    return f"B/{segment.name}"
+
+
+B_DAMAGED = {
+    "code": "damaged",
+    "message": "B's log is damaged: 1 catalogued segment(s) from seq 1 on are missing from the store or differ "
+    "from their catalog rows (missing at {segment}); it is neither read nor written until it is recovered (DR0)",
+    "hint": "replctl recover location B",
+}
+
+
+def test_backup_create_of_every_location_backs_up_the_others_and_names_the_damaged_one_exit_5(
+    rc: Replctl,
+) -> None:
+    """BK1/DR0, finding 6: B's damaged log is refused, A's and C's backups are made and listed, and the
+    command says it is incomplete (exit 5); it used to exit 4 listing none of the backups it had made."""
+    segment = three_with_b_damaged(rc)
+    planned = rc.json("backup", "create", "--dry-run")
+    assert [(b["location"], b["id"], b["events"]) for b in planned["backups"]] == [
+        ("A", None, 1),
+        ("C", None, 1),
+    ]
+    [refusal] = planned["refused"]
+    assert refusal["location"] == "B" and refusal["error"]["code"] == "damaged"
+    assert rc.json("backup", "list")["backups"] == []  # the dry run made none
+    doc = rc.json("backup", "create", expect=5)
+    assert doc["ok"] is True
+    listed = rc.json("backup", "list")["backups"]
+    assert [(b["id"], b["location"], b["events"]) for b in doc["backups"]] == [
+        (b["id"], b["location"], 1) for b in listed
+    ]
+    assert [b["location"] for b in listed] == ["A", "C"]
+    expected = {**B_DAMAGED, "message": B_DAMAGED["message"].format(segment=segment)}
+    assert doc["refused"] == planned["refused"] == [{"location": "B", "error": expected}]
+    journal = rc.json("ops", "list", "--limit", "3")["operations"]
+    assert sorted((op["args"]["location"], op["outcome"]) for op in journal) == [
+        ("A", "succeeded"),
+        ("B", "refused"),
+        ("C", "succeeded"),
+    ]
+    text = rc("backup", "create", expect=5).stdout
+    assert f"refused B: {expected['message']}" in " ".join(text.split())
+    assert "hint: replctl recover location B" in text
+
+
+def test_backup_create_of_one_damaged_location_stays_exit_4(rc: Replctl) -> None:
+    """DR0: naming only B, nothing can be made: B's refusal stands (exit 4), no backup is listed."""
+    three_with_b_damaged(rc)
+    out = rc.json("backup", "create", "B", expect=4)
+    assert out["error"]["code"] == "damaged" and out["error"]["hint"] == "replctl recover location B"
+    assert rc.json("backup", "list")["backups"] == []

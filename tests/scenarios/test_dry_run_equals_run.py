@@ -4,7 +4,7 @@ changes nothing and decides what the run then does (targets, rounds, clocks, seg
 Each case builds a tiny state, takes the dry run's document, checks that the catalog did not move, runs the
 command for real on that same state and compares the decisions of both documents. What only the run can know
 is named per case and left out: new operation ids and segment file names, and the counts of a replication
-pass that reads events (a dry run reads none; it says `would-run`).
+pass that reads events (a dry run reads none; it says `would-run` and gives them as null).
 """
 
 from __future__ import annotations
@@ -58,6 +58,29 @@ def lost_suffix(rc: Replctl) -> None:
     two_way(rc)
     rc("replicate")
     rc("drill", "disaster", "A", "--from", "2")
+
+
+def one_segment_replicated(rc: Replctl) -> None:
+    """A↔B; A holds a1..a4 in one segment, replicated to B (finding 4: a loss inside that segment)."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4")
+    rc("replicate")
+
+
+def lost_mid_segment(rc: Replctl) -> None:
+    """As `one_segment_replicated`, then A's segment is cut from seq 3 on (the runbook's drill): the census
+    finds the loss inside the segment, whose a1, a2 survive (DR0, DR1)."""
+    one_segment_replicated(rc)
+    rc("drill", "disaster", "A", "--from", "3")
+
+
+def b_damaged(rc: Replctl) -> None:
+    """A↔B replicated, then B's log is destroyed (a drill): a backup of every location refuses B (DR0)."""
+    two_way(rc)
+    rc("replicate")
+    rc("drill", "disaster", "B", "--from", "1")
 
 
 def lost_what_b_deleted(rc: Replctl) -> None:
@@ -177,6 +200,11 @@ def backups_made(doc: Doc) -> list[Doc]:
     return [without(b, "id", "created_at") for b in doc["backups"]]
 
 
+def backups_and_refusals(doc: Doc) -> Doc:
+    """BK1 with a refusal (finding 6): the backups made, and each location refused with its error."""
+    return {"backups": backups_made(doc), "refused": doc["refused"]}
+
+
 def append(doc: Doc) -> Doc:
     """An append: how many events, which seqs, the CVV after (EM1/EM2)."""
     return without(doc)
@@ -202,6 +230,15 @@ CASES = {
     "delete --older-than": Case(replicated, ("delete", "A", "--older-than", "0s"), deletion, code=5),
     "delete --logical": Case(replicated, ("delete", "A", "--upto", "4", "--logical"), deletion),
     "recover location": Case(lost_suffix, ("recover", "location", "A"), recovery),
+    "recover location (census: loss inside a segment)": Case(
+        lost_mid_segment, ("recover", "location", "A"), recovery
+    ),
+    "recover location --lost-from (inside a segment)": Case(
+        one_segment_replicated, ("recover", "location", "A", "--lost-from", "3"), recovery
+    ),
+    "recover location --lost-from (inside a segment, after a drill)": Case(
+        lost_mid_segment, ("recover", "location", "A", "--lost-from", "3"), recovery
+    ),
     "recover location (DR4 refuses)": Case(
         lost_what_b_deleted, ("recover", "location", "A"), recovery, code=5
     ),
@@ -230,6 +267,9 @@ CASES = {
     "log append --generate": Case(two_way, ("log", "append", "A", "--generate", "3"), append),
     "backup create (incremental)": Case(backed_up_once, ("backup", "create", "A"), backups_made),
     "backup create (every location)": Case(two_way, ("backup", "create"), backups_made),
+    "backup create (every location, one damaged)": Case(
+        b_damaged, ("backup", "create"), backups_and_refusals, code=5
+    ),
     "backup prune": Case(two_backups, ("backup", "prune", "A", "--keep-last", "1"), without),
     "drill disaster": Case(two_way, ("drill", "disaster", "A", "--from", "2"), without),
     "location add": Case(two_way, ("location", "add", "C"), topology),
@@ -261,11 +301,60 @@ def test_the_dry_run_decides_what_the_run_does(rc: Replctl, case: Case) -> None:
 
 
 def _comparable(run: Doc | None, plan: Doc) -> Doc | None:
-    """A run pass as its dry run can state it: a `would-run` pass's counts and progress are not planned."""
+    """A run pass as its dry run can state it: a `would-run` pass's counts are unknown (null, finding 5), and
+    so is its progress where an admission check may stop it; a progress the plan states must be the run's."""
     if run is None or plan["action"] != "ran":
         return run
-    counts = ("examined", "written", "skipped_causal", "skipped_filter", "blocked_at", "progress", "reason")
+    unknown = ("examined", "written", "skipped_causal", "skipped_filter")
+    assert all(plan[k] is None for k in unknown)  # never a 0 the run then contradicts
+    counts = (*unknown, "blocked_at", "reason", *(("progress",) if plan["progress"] is None else ()))
     return {**run, **{k: plan[k] for k in counts}}
+
+
+@pytest.mark.parametrize("declared", [(), ("--lost-from", "3")], ids=["census", "--lost-from"])
+def test_a_dry_run_keeps_the_survivors_of_a_segment_cut_inside(
+    rc: Replctl, declared: tuple[str, ...]
+) -> None:
+    """DR1/DR2, finding 4: A's one segment a1..a4 is cut from seq 3 on; the dry run keeps a1, a2 (survivors up
+    to 2) and resets B's progress over A to 2, as the run does: it said 0 and 0, a loss it would not make."""
+    lost_mid_segment(rc)
+    planned = rc.json("recover", "location", "A", *declared, "--dry-run")
+    assert (planned["lost_from"], planned["survivors_upto"]) == (3, 2)
+    assert planned["progress_resets"] == [
+        {"source": "A", "target": "B", "from": 4, "to": 2},
+        {"source": "B", "target": "A", "from": 4, "to": 0},
+    ]
+    ran = rc.json("recover", "location", "A", *declared)
+    assert (ran["survivors_upto"], ran["progress_resets"]) == (2, planned["progress_resets"])
+    assert rc.stored("A")[:2] == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3"), ("A", 4, "a4")]
+
+
+def test_a_replicate_dry_run_gives_the_counts_it_cannot_know_as_unknown_not_zero(rc: Replctl) -> None:
+    """REP1/REP2, finding 5: a pass that reads events is decided by the filters only when it runs, so the dry
+    run's examined/written are null (text "?"), never the 0 a script would believe; the progress it reaches
+    (A's log to its end, REP2) is known and is what the run then records."""
+    replicated(rc)  # B holds a1..a3, so A→B is a pass that reads (a4), not a copy of whole segments
+    [planned] = rc.json("replicate", "A", "B", "--dry-run")["passes"]
+    assert planned == {
+        "source": "A",
+        "target": "B",
+        "state": "active",
+        "action": "would-run",
+        "examined": None,
+        "written": None,
+        "skipped_causal": None,
+        "skipped_filter": None,
+        "blocked_at": None,
+        "progress": 4,
+        "reason": None,
+    }
+    text = rc("replicate", "A", "B", "--dry-run").stdout
+    [row] = [line.split() for line in text.splitlines() if line.startswith("A→B")]
+    assert row == ["A→B", "active", "would-run", "?", "?", "?/?", "4"]
+    assert "?: known only by running the pass" in " ".join(text.split())
+    [ran] = rc.json("replicate", "A", "B")["passes"]
+    assert (ran["action"], ran["examined"], ran["written"], ran["progress"]) == ("ran", 1, 1, 4)
 
 
 def test_a_dry_run_retries_a_pending_deletion_on_what_its_passes_reach(rc: Replctl) -> None:

@@ -161,3 +161,27 @@ def test_appends_to_a_recovering_location_are_refused_with_exit_4(
     assert rc.location("A")["state"] == "active"
     assert rc.keys("A") == ["a1", "a2"]
     assert rc.json("log", "verify")["ok"]
+
+
+@pytest.mark.parametrize("lost_from", ["4", "999", "0"])
+def test_a_lost_from_outside_the_log_is_bad_input_and_changes_and_journals_nothing(
+    rc: Replctl, lost_from: str
+) -> None:
+    """DR0, finding 7: A assigned seqs 1..3, so `--lost-from 999` is a typo, not a loss past the end: exit 2
+    (`bad-number`) with the valid range, as a dry run and as a run; no recovery ran and none is journalled."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    before, journal = rc.snapshot(), rc.json("ops", "list")["operations"]
+    for dry in (("--dry-run",), ()):
+        doc = rc.json("recover", "location", "A", "--lost-from", lost_from, *dry, expect=2)
+        assert doc["error"] == {
+            "code": "bad-number",
+            "message": f"--lost-from {lost_from} is outside A's log (seqs 1..3) (DR0)",
+            "hint": "give a seq from 1 to 3, the last seq A assigned (replctl log show A)",
+        }
+    assert rc.snapshot() == before
+    assert rc.json("ops", "list")["operations"] == journal
+    assert rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3")]

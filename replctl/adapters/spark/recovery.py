@@ -9,13 +9,13 @@ from pyspark.sql import functions as F
 
 from replctl.adapters.logstore.inventory import held
 from replctl.adapters.spark.jobs import write_segment
-from replctl.adapters.spark.schema import read_events
+from replctl.adapters.spark.schema import lub_by_scan, read_events
 from replctl.adapters.spark.session import spark_failures
 from replctl.core.jobs import SegmentStats
 from replctl.core.recovery import FileRead
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
     from replctl.core.model import Segment
@@ -72,5 +72,29 @@ def truncate_below(
     if readable is None:
         return None
     with spark_failures("keeping the survivors of a damaged segment"):
-        events = read_events(spark, store, [readable]).where(F.col("seq") < F.lit(keep_below))
+        events = _below(spark, store, readable, keep_below)
         return write_segment(spark, store, events, out_rel, keys, identity_origins=identity_origins)
+
+
+def survivors_below(
+    spark: SparkSession, store: LogStore, segment: Segment, keep_below: int
+) -> SegmentStats | None:
+    """What `truncate_below` would keep of one damaged segment, read and written nowhere (a dry run's DR1):
+    the same rows (`_below`), their count, seq range and LUB of `vt ⊔ identity` (RET4); None when none survive.
+    """
+    readable = held(store, segment)
+    if readable is None:
+        return None
+    with spark_failures("reading the survivors of a damaged segment"):
+        events = _below(spark, store, readable, keep_below)
+        [row] = events.agg(
+            F.count(F.lit(1)).alias("count"), F.min("seq").alias("lo"), F.max("seq").alias("hi")
+        ).collect()
+        if not row["count"]:
+            return None
+        return SegmentStats(int(row["count"]), int(row["lo"]), int(row["hi"]), lub_by_scan(events))
+
+
+def _below(spark: SparkSession, store: LogStore, readable: Segment, keep_below: int) -> DataFrame:
+    """The survivors of a damaged segment below the first lost seq, as both the run and its dry run read them."""
+    return read_events(spark, store, [readable]).where(F.col("seq") < F.lit(keep_below))
