@@ -10,7 +10,7 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell, fitted_table
+from replctl.cli.render import cell, fitted_table, render_unrecoverable
 from replctl.errors import EnvironmentFailure
 
 app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
@@ -205,23 +205,37 @@ def prune(
     older_than: Annotated[
         str | None, typer.Option("--older-than", metavar="DURATION", help="Remove backups older (30d, 12h).")
     ] = None,
+    require_recoverable: Annotated[
+        bool,
+        typer.Option(
+            "--require-recoverable",
+            help="Refuse (exit 3) a prune that would leave a location unrecoverable (BK3, BK4).",
+        ),
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be removed.")] = False,
 ) -> None:
-    """Remove old backups; a segment file that a kept backup lists is never removed."""
+    """Remove old backups; a segment file that a kept backup lists is never removed.
+
+    The locations the prune would leave unrecoverable (BK3: their newest backup goes) are named first; with
+    --require-recoverable or the catalog policy require_recoverable, such a prune is refused (BK4).
+    """
 
     def action(app: AppContext) -> Any:
         from replctl.services import backups
 
         if location is not None:
             backups.check_location(app.catalog(), location)
-        # `app.previewing`: the dry run shown before the confirmation question (cli.confirm) removes nothing.
+        # `app.planning`: --plan-out, and the dry run shown before the confirmation question (cli.confirm),
+        # remove nothing.
         return backups.prune(
             app.catalog(),
             app.backups(),
             location,
             keep_last=keep_last,
             older_than=older_than,
-            dry_run=dry_run or app.previewing,
+            require_recoverable=require_recoverable or app.settings.require_recoverable,
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
@@ -229,6 +243,7 @@ def prune(
             emit_json({"ok": True, **out})
             return
         verb = "would remove" if out["dry_run"] else "removed"
+        render_unrecoverable(stdout(), out)
         for backup_id in out["removed"]:
             stdout().print(f"{verb} backup {backup_id}", markup=False)
         stdout().print(
@@ -243,4 +258,4 @@ def prune(
             return None
         return f"remove {len(preview['removed'])} backup(s) for good?"
 
-    run(ctx, action, render, effect=Effect.UNPLANNED, question=question)
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)

@@ -14,7 +14,7 @@ from replctl.cli.completion import location_names
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, emit_json_stream, page_through, stdout
-from replctl.cli.render import Notes, cell, fitted_table, state_text, vector_text
+from replctl.cli.render import Notes, cell, fitted_table, render_unrecoverable, state_text, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
 
@@ -424,14 +424,7 @@ def delete(
             emit_json({"ok": True, **out})
             return code
         console = stdout()
-        for hurt in out.get("makes_unrecoverable", []):
-            from replctl.core.backups import shortfall_text
-
-            console.print(
-                f"warning [BK4]: {hurt['location']} {'would become' if out['dry_run'] else 'is now'} "
-                f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
-                markup=False,
-            )
+        render_unrecoverable(console, out)
         if out["dry_run"]:
             would = out["would_delete"]
             console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)

@@ -357,6 +357,19 @@ def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
     return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
+def render_unrecoverable(console: Console, doc: dict[str, Any]) -> None:
+    """BK4's warning lines of `delete` and `backup prune`: each location the command makes (or would make)
+    unrecoverable, what it would lose, and the command that fixes it."""
+    from replctl.core.backups import shortfall_text
+
+    for hurt in doc.get("makes_unrecoverable", []):
+        console.print(
+            f"warning [BK4]: {hurt['location']} {'would become' if doc['dry_run'] else 'is now'} "
+            f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
+            markup=False,
+        )
+
+
 def vector_text(vector: Mapping[str, int] | None) -> str:
     """A version vector as every text output writes it: `{A:2,B:1}`, keys sorted, `{}` the empty one (VT1)."""
     return "{" + ",".join(f"{k}:{n}" for k, n in sorted((vector or {}).items()) if n) + "}"

@@ -310,12 +310,39 @@ def made_unrecoverable(
 ) -> list[Recoverability]:
     """BK4: the locations recoverable now that a physical deletion at `deleting`, leaving `dvv_after` as its
     DVV, would make not recoverable (or unknown), each with what it would then lack."""
-    every, conns, backups = list(locations), list(connections), list(manifests)
+    every, backups = list(locations), list(manifests)
+    changed = [replace(x, dvv=x.dvv | dvv_after) if x.name == deleting else x for x in every]
+    return _no_longer_recoverable(state, list(connections), (every, backups), (changed, backups))
+
+
+def pruned_unrecoverable(
+    state: TopologyState,
+    locations: Iterable[Location],
+    connections: Iterable[Connection],
+    manifests: Iterable[Manifest],
+    *,
+    removing: Iterable[Manifest],
+) -> list[Recoverability]:
+    """BK3 for `backup prune`: the locations recoverable now that removing the backups `removing` would make
+    not recoverable (or unknown), each with what it would then lack. BK3 starts from a location's newest
+    backup, so only a prune that removes a newest backup can hurt."""
+    every, backups = list(locations), list(manifests)
+    gone = {m.id for m in removing}
+    kept = [m for m in backups if m.id not in gone]
+    return _no_longer_recoverable(state, list(connections), (every, backups), (every, kept))
+
+
+def _no_longer_recoverable(
+    state: TopologyState,
+    connections: list[Connection],
+    before: tuple[list[Location], list[Manifest]],
+    after: tuple[list[Location], list[Manifest]],
+) -> list[Recoverability]:
+    """The active locations recoverable (BK3) in `before` (locations, backups) that are not in `after`."""
 
     def active(loc: Location) -> bool:
         return loc.state is LocationState.ACTIVE
 
-    before = recoverability_all(state, every, conns, backups, active)
-    changed = [replace(x, dvv=x.dvv | dvv_after) if x.name == deleting else x for x in every]
-    after = recoverability_all(state, changed, conns, backups, active)
-    return [after[n] for n in sorted(after) if before[n].state == "yes" and after[n].state != "yes"]
+    now = recoverability_all(state, before[0], connections, before[1], active)
+    then = recoverability_all(state, after[0], connections, after[1], active)
+    return [then[n] for n in sorted(then) if now[n].state == "yes" and then[n].state != "yes"]

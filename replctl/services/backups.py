@@ -380,10 +380,16 @@ def prune(
     *,
     keep_last: int | None,
     older_than: str | None,
+    require_recoverable: bool = False,
+    reason: str | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """`backup prune [LOC] (--keep-last N | --older-than DURATION)`: manifests first, then the files only they
-    named, so a crash in between leaves unreferenced files, never a backup missing one.
+    """`backup prune [LOC] (--keep-last N | --older-than DURATION) [--require-recoverable]`: manifests first,
+    then the files only they named, so a crash in between leaves unreferenced files, never a backup missing one.
+
+    Before anything is removed, the locations the prune would make unrecoverable (BK3: their newest backup
+    goes) are reported in `makes_unrecoverable`, as `delete` does (BK4); with `require_recoverable` (the
+    option or the catalog policy) such a prune is refused (exit 3, BK4), in the dry run as in the run.
 
     One journalled operation holding the backups' lease of every location it may touch (BK1): a backup being
     made reuses files that only its earlier manifests name until its own manifest is written, and a restore
@@ -397,13 +403,33 @@ def prune(
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         # Read again under the leases: what was listed before them may have changed.
+        every = backups.manifests()
         decision = bk.prune(
-            [m for m in backups.manifests() if m.location in touched],
+            [m for m in every if m.location in touched],
             location=location,
             keep_last=keep_last,
             older_than=age,
             now=datetime.now(UTC),
         )
+        with ctx.transaction() as tx:
+            state, locations, connections = load_state(tx), tx.locations(), tx.connections()
+        hurt = bk.pruned_unrecoverable(state, locations, connections, every, removing=decision.removed)
+        doc = {
+            "dry_run": ctx.dry_run,
+            "removed": [m.id for m in decision.removed],
+            "kept": [m.id for m in decision.kept],
+            "files_removed": list(decision.files),
+            "makes_unrecoverable": [
+                {**r.to_json(), "location": r.location, "fix": _keep_newest(r.location)} for r in hurt
+            ],
+        }
+        if hurt and require_recoverable:
+            what = "removing the newest backup of " + ", ".join(_names(hurt))
+            raise Refused(
+                f"refused [BK4]: {_hurt_text(what, hurt)}",
+                code="BK4",
+                hint=" && ".join(_keep_newest(name) for name in _names(hurt)),
+            )
         if not ctx.dry_run:
             for m in decision.removed:
                 backups.remove_manifest(m.id)
@@ -411,24 +437,46 @@ def prune(
                 backups.remove_segment(path)
             with ctx.transaction() as tx:
                 ctx.step(
-                    tx, "prune", {"removed": [m.id for m in decision.removed], "files": len(decision.files)}
+                    tx,
+                    "prune",
+                    {
+                        "removed": [m.id for m in decision.removed],
+                        "files": len(decision.files),
+                        "made_unrecoverable": _names(hurt),
+                    },
                 )
-        return {
-            "dry_run": ctx.dry_run,
-            "removed": [m.id for m in decision.removed],
-            "kept": [m.id for m in decision.kept],
-            "files_removed": list(decision.files),
-        }
+        return doc
 
     return operation(
         catalog,
         command="backup prune",
-        args={"location": location, "keep_last": keep_last, "older_than": older_than},
-        reason=None,
+        args={
+            "location": location,
+            "keep_last": keep_last,
+            "older_than": older_than,
+            "require_recoverable": require_recoverable,
+        },
+        reason=reason,
         resources=[backup_resource(n) for n in touched],
         dry_run=dry_run,
         body=body,
     )
+
+
+def _names(hurt: list[bk.Recoverability]) -> list[str]:
+    return [r.location for r in hurt]
+
+
+def _hurt_text(what: str, hurt: list[bk.Recoverability]) -> str:
+    """BK4's refusal text: what would make which locations unrecoverable, and what each would lose."""
+    lost = "; ".join(f"{r.location} would lose {bk.shortfall_text(r.shortfall)}" for r in hurt)
+    return f"{what} would make {', '.join(_names(hurt))} unrecoverable ({lost})"
+
+
+def _keep_newest(name: str) -> str:
+    """The prune that keeps `name` recoverable: BK3 starts from its newest backup, and a prune that hurts
+    removes it (with --older-than, every older one too), so keeping only that one removes the same others."""
+    return f"replctl backup prune {name} --keep-last 1"
 
 
 def check_location(catalog: Catalog, name: str) -> None:
@@ -477,17 +525,8 @@ def check_deletion(
         {**r.to_json(), "location": r.location, "fix": f"replctl backup create {r.location}"} for r in hurt
     ]
     if hurt and guard.require:
-        names = ", ".join(r.location for r in hurt)
-        lost = "; ".join(
-            f"{r.location} would lose "
-            + (
-                ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(r.shortfall.items()))
-                or "an unknown part"
-            )
-            for r in hurt
-        )
         raise Refused(
-            f"refused [BK4]: deleting {loc.name} up to {cut_upto} would make {names} unrecoverable ({lost})",
+            f"refused [BK4]: {_hurt_text(f'deleting {loc.name} up to {cut_upto}', hurt)}",
             code="BK4",
             hint=" && ".join(f"replctl backup create {r.location}" for r in hurt),
         )

@@ -51,8 +51,17 @@ def drill(
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         with ctx.transaction() as tx:
-            get_location(tx, name)
+            loc = get_location(tx, name)
             segments = tx.segments(name)
+        if loc.retired:
+            # RET1: a retired location has left the topology for good and `recover` refuses it, so a drill
+            # there would only destroy what is left and point at a recovery that cannot run.
+            raise Refused(
+                f"refused [RET1]: {name} is retired; it can never be recovered, so a drill on it tests nothing "
+                "and only destroys what is left (RET1)",
+                code="RET1",
+                hint="drill an active location: replctl location list",
+            )
         split = dr.split_segments(segments, from_seq)
         doc = {
             "location": name,

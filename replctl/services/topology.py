@@ -21,6 +21,7 @@ from replctl.core.model import (
     Role,
     Violation,
 )
+from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState, fold
 from replctl.core.topology_rules import validate as validate_state
@@ -54,7 +55,8 @@ def raise_violations(violations: tuple[Violation, ...] | list[Violation]) -> Non
     if not errors:
         return
     first = errors[0]
-    details: dict[str, Any] = {"violations": [violation_json(v) for v in errors]}
+    # The first refusal's own details (RET1's stranded events) come along for scripts.
+    details: dict[str, Any] = {**first.details, "violations": [violation_json(v) for v in errors]}
     if first.cycle:
         details["cycle"] = first.render_cycle()
     if first.code.startswith("unknown-"):
@@ -233,9 +235,19 @@ def retire_location(
         args={"name": name},
         reason=reason,
         dry_run=dry_run,
-        plan=lambda state, _tx: plans.plan_retire(state, name),
+        plan=lambda state, tx: _plan_retire(state, tx, name),
         resources=[location_resource(name)],
     )
+
+
+def _plan_retire(state: TopologyState, tx: CatalogTransaction, name: str) -> plans.Decision:
+    """RET1 on the topology first (no current connection), then on the logs: retiring must not strand own
+    events that reached no other location (`core.retirement.stranded_violation`)."""
+    decision = plans.plan_retire(state, name)
+    if not decision.ok or not decision.changes:
+        return decision
+    stranded = stranded_violation(tx.locations(), tx.connections(), name)
+    return decision if stranded is None else plans.Decision(violations=(stranded,))
 
 
 def add_connection(

@@ -411,3 +411,107 @@ def test_backup_create_of_one_damaged_location_stays_exit_4(rc: Replctl) -> None
     out = rc.json("backup", "create", "B", expect=4)
     assert out["error"]["code"] == "damaged" and out["error"]["hint"] == "replctl recover location B"
     assert rc.json("backup", "list")["backups"] == []
+
+
+def test_a_prune_that_leaves_a_location_unrecoverable_says_so_first_and_is_refused_when_required_bk3_bk4(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A's only backup holds a1, a2 and nothing else does: removing it leaves A unrecoverable (BK3).
+    two_locations(rc)
+    rc("topology", "remove", "A", "B", "--both")
+    rc.append("A", "a1", "a2")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    assert rc.location("A")["recoverable"]["state"] == "yes"
+    hurt = [
+        {
+            "location": "A",
+            "state": "no",
+            "backup": None,
+            "shortfall": {"A": [1, 2]},
+            "fix": "replctl backup prune A --keep-last 1",
+        }
+    ]
+    refusal = {
+        "code": "BK4",
+        "message": "refused [BK4]: removing the newest backup of A would make A unrecoverable "
+        "(A would lose A: 1..2)",
+        "hint": "replctl backup prune A --keep-last 1",
+    }
+    # Reported before acting, in the dry run as in the run (BK4's style, `makes_unrecoverable`).
+    for prune in (["--keep-last", "0"], ["--older-than", "0s"]):
+        dry = rc.json("backup", "prune", "A", *prune, "--dry-run")
+        assert (dry["removed"], dry["makes_unrecoverable"]) == ([made["id"]], hurt)
+        # Refused (exit 3) with the option or the catalog policy, dry run and run alike: nothing removed.
+        for dry_run in ([], ["--dry-run"]):
+            error = rc.json("backup", "prune", "A", *prune, "--require-recoverable", *dry_run, expect=3)[
+                "error"
+            ]
+            assert error == refusal
+    text = rc("backup", "prune", "A", "--keep-last", "0", "--dry-run").stdout
+    assert (
+        "warning [BK4]: A would become unrecoverable (would lose A: 1..2); "
+        "fix: replctl backup prune A --keep-last 1" in text
+    )
+    monkeypatch.setenv("REPLCTL_REQUIRE_RECOVERABLE", "true")
+    assert rc.json("backup", "prune", "--keep-last", "0", expect=3)["error"] == refusal
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
+    assert rc.location("A")["recoverable"]["state"] == "yes"
+
+    # Without the guard the prune runs and says what it did.
+    monkeypatch.delenv("REPLCTL_REQUIRE_RECOVERABLE")
+    done = rc("backup", "prune", "A", "--keep-last", "0").stdout
+    assert "warning [BK4]: A is now unrecoverable (would lose A: 1..2)" in done
+    assert rc.json("backup", "list")["backups"] == []
+    assert rc.location("A")["recoverable"] == {"state": "no", "backup": None, "shortfall": {"A": [1, 2]}}
+
+
+def test_backup_prune_takes_plan_out_and_apply_refuses_the_plan_once_the_backups_moved_on(
+    rc: Replctl,
+) -> None:
+    # Every mutating command takes --plan-out (cli.md): the plan is the dry run; apply runs it exactly.
+    two_locations(rc)
+    rc.append("A", "a1")
+    first = rc.json("backup", "create", "A")["backups"][0]
+    second = rc.json("backup", "create", "A")["backups"][0]
+    plan = rc.root / "prune.json"
+    rc("backup", "prune", "A", "--keep-last", "1", "--plan-out", str(plan))
+    recorded = json.loads(plan.read_text())
+    assert recorded["command"] == ["backup", "prune", "A", "--keep-last", "1"]
+    assert (recorded["plan"]["removed"], recorded["plan"]["kept"]) == ([first["id"]], [second["id"]])
+    assert len(rc.json("backup", "list", "A")["backups"]) == 2  # planning removed nothing
+
+    # A backup made since changes what the prune would remove: the plan is stale (exit 3), nothing removed.
+    third = rc.json("backup", "create", "A")["backups"][0]
+    error = rc.json("apply", str(plan), expect=3)["error"]
+    assert error["code"] == "stale-plan"
+    assert (
+        error["message"]
+        == f"the plan made now differs from the one in {plan} (at plan.kept[0]); make the plan again"
+    )
+    assert [b["id"] for b in rc.json("backup", "list", "A")["backups"]] == [
+        first["id"],
+        second["id"],
+        third["id"],
+    ]
+
+    rc("backup", "prune", "A", "--keep-last", "1", "--plan-out", str(plan))
+    applied = rc.json("apply", str(plan))
+    assert (applied["removed"], applied["kept"]) == ([first["id"], second["id"]], [third["id"]])
+    assert [b["id"] for b in rc.json("backup", "list", "A")["backups"]] == [third["id"]]
+
+
+def test_a_drill_on_a_retired_location_is_refused_since_it_can_never_be_recovered_ret1(rc: Replctl) -> None:
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc("replicate")
+    rc("topology", "remove", "A", "B", "--both")
+    rc("location", "retire", "A")
+    for dry in ([], ["--dry-run"]):
+        error = rc.json("drill", "disaster", "A", "--from", "1", *dry, expect=3)["error"]
+        assert error == {
+            "code": "RET1",
+            "message": "refused [RET1]: A is retired; it can never be recovered, so a drill on it tests "
+            "nothing and only destroys what is left (RET1)",
+            "hint": "drill an active location: replctl location list",
+        }
+    assert rc.keys("A") == ["a1"]  # nothing destroyed

@@ -138,3 +138,72 @@ def test_retiring_a_location_lifts_its_cycle_so_a_filter_becomes_legal_ret1_f2(r
     assert retired["prune"]["logs"] == []  # Z never emitted: no clock holds it
     rc("topology", "filter", "A", "B", "--set", "key = 'x'")
     rc("topology", "validate")
+
+
+def test_retiring_a_location_whose_own_events_reached_no_other_location_is_refused_ret1_ret3(
+    rc: Replctl,
+) -> None:
+    """r2 never reached S: retired, R could never connect again (RET1) and RET3 would refuse its pruning
+    for good. Refused, dry run and run alike, with nothing changed; the hinted commands let r2 spread, after
+    which the retirement and the pruning pass."""
+    for name in "RS":
+        rc("location", "add", name)
+    rc("topology", "add", "R", "S", "--both")
+    rc.append("R", "r1")
+    rc("replicate", "R", "S")
+    rc.append("R", "r2")  # never replicated
+    rc("topology", "remove", "R", "S", "--both")
+    before = rc.snapshot()
+
+    expected = (
+        "R's own events R:2 (origin times 2 to 2) have reached no other location (the furthest has R:1); "
+        "a retired location may have no connection again (RET1), so they would be stranded and R's clock "
+        "could never be pruned (RET3)"
+    )
+    hint = (
+        "replctl topology add R S && replctl replicate R S && replctl topology remove R S, "
+        "then: replctl location retire R"
+    )
+    for dry in ([], ["--dry-run"]):
+        for prune in ([], ["--prune-clock"]):
+            refused = rc.json("location", "retire", "R", *prune, *dry, expect=3)["error"]
+            assert (refused["code"], refused["message"], refused["hint"]) == (
+                "RET1",
+                f"refused [RET1]: {expected}",
+                hint,
+            )
+            assert refused["details"]["stranded"] == {"origin": "R", "from": 2, "to": 2}
+    text = rc("location", "retire", "R", expect=3)
+    assert f"refused [RET1]: {expected}" in " ".join(text.stderr.split())
+    assert rc.snapshot() == before  # nothing changed
+    assert locations(rc)["R"]["state"] == "active"
+
+    # The hint, before the retirement: r2 spreads to S, then R retires and its clock is pruned (RET3 holds).
+    rc("topology", "add", "R", "S")
+    rc("replicate", "R", "S")
+    rc("topology", "remove", "R", "S")
+    assert rc.keys("S") == ["r1", "r2"]
+    retired = rc.json("location", "retire", "R")
+    assert [c["kind"] for c in retired["changes"]] == ["location-retired"]
+    pruned = rc.json("location", "retire", "R", "--prune-clock")["prune"]
+    assert pruned["recorded"] is True
+    assert locations(rc)["R"]["clock_pruned"] is True
+    assert [(e["origin"], e["origin_time"], e["key"], e["vt"]) for e in events(rc, "S")] == [
+        ("R", 1, "r1", {}),
+        ("R", 2, "r2", {}),
+    ]
+
+
+def test_retiring_a_location_whose_unspread_events_were_deleted_strands_nothing_ret1(rc: Replctl) -> None:
+    """An own event R deleted physically (DVV-R covers it) is gone already: retiring strands nothing of it."""
+    for name in "RS":
+        rc("location", "add", name)
+    rc("topology", "add", "R", "S", "--both")
+    rc.append("R", "r1")
+    rc("replicate", "R", "S")
+    rc("topology", "remove", "R", "S", "--both")
+    rc.append("R", "r2")
+    rc("delete", "R", "--upto", "2")  # no current target (DEL3): r2 goes at once
+    assert locations(rc)["R"]["dvv"] == {"R": 2}
+    retired = rc.json("location", "retire", "R")
+    assert [c["kind"] for c in retired["changes"]] == ["location-retired"]

@@ -423,6 +423,12 @@ class ReferenceModel:
         loc = self.locations[name]
         if loc.state != RETIRED and any(name in p for p in self.current()):
             return Outcome(3, "RET1")
+        if loc.state != RETIRED:
+            # RET1: retired, it never connects again; own events no other live location has would be stranded
+            # (those it deleted physically, under its DVV, are gone already).
+            reached = max((self.locations[n].cvv.get(name, 0) for n in self.live() if n != name), default=0)
+            if max(reached, loc.dvv.get(name, 0)) < loc.cvv.get(name, 0):
+                return Outcome(3, "RET1")
         if prune:
             needed = max(max(x.cvv.get(name, 0), x.dvv.get(name, 0)) for x in self.locations.values())
             lagging = [n for n in self.live() if n != name and self.locations[n].cvv.get(name, 0) < needed]

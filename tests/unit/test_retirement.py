@@ -16,6 +16,7 @@ from replctl.core.retirement import (
     parked_location,
     plan_prune,
     restored_location,
+    stranded_events,
 )
 from replctl.core.topology_plans import plan_retire
 from replctl.core.vectortime import VectorTime
@@ -240,3 +241,19 @@ def test_a_legacy_pruning_gives_every_location_active_then_its_entry_back_and_a_
     assert w.cvv == VectorTime({"W": 1, "Z": 2})
     fresh = restored_location(loc("V", {"V": 1}), [prune], {})
     assert fresh.cvv == VectorTime({"V": 1})
+
+
+def test_own_events_no_other_remaining_location_covers_are_stranded_ret1() -> None:
+    # S has R:1; R has R:3: R:2..3 would be stranded. A retired T that has R:3 passes nothing on.
+    everyone = [loc("R", {"R": 3}), loc("S", {"R": 1}), loc("T", {"R": 3}, state=RETIRED)]
+    found = stranded_events(everyone, "R")
+    assert found is not None
+    assert (found.first, found.last, found.reached) == (2, 3, 1)
+
+
+def test_own_events_deleted_physically_or_spread_are_not_stranded_ret1() -> None:
+    assert stranded_events([loc("R", {"R": 3}, dvv={"R": 3}), loc("S", {"R": 1})], "R") is None
+    assert stranded_events([loc("R", {"R": 3}), loc("S", {"R": 3})], "R") is None
+    deleted_some = stranded_events([loc("R", {"R": 4}, dvv={"R": 2}), loc("S", {"R": 1})], "R")
+    assert deleted_some is not None and (deleted_some.first, deleted_some.last) == (3, 4)
+    assert stranded_events([loc("H", {}), loc("S", {"S": 2})], "H") is None  # emitted nothing
