@@ -241,6 +241,8 @@ def _run_pass(
             out_rel=out_rel,
             source_keys=clk.vt_keys(source.cvv),
             identity_origins=clk.identity_origins,
+            source=conn.source,
+            target=target_name,
         ),
     )
     if isinstance(job, str):
