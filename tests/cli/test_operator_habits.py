@@ -362,6 +362,28 @@ def test_location_names_complete_from_the_catalog_and_nothing_on_any_error(
     assert not (tmp_path / "nowhere.db").exists()
 
 
+def test_group_names_complete_where_a_group_may_be_named_and_nothing_on_any_error(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Issue 18: RFC1 groups complete as locations do; RFC2 filters take a location or a group on either side.
+    for name in ("EU1", "EU2", "US1", "US2", "AP1"):
+        rc("location", "add", name)
+    rc("topology", "group", "EUROPE", "EU1", "EU2")
+    rc("topology", "group", "EAST", "US1", "US2")
+    assert complete(rc, "replctl topology group E") == ["EAST", "EUROPE"]
+    assert complete(rc, "replctl topology group EUROPE EU") == ["EU1", "EU2"]
+    assert complete(rc, "replctl topology filter E") == ["EAST", "EU1", "EU2", "EUROPE"]
+    assert complete(rc, "replctl topology filter US1 EU") == ["EU1", "EU2", "EUROPE"]
+    assert complete(rc, "replctl topology failover A") == ["AP1"]
+    assert complete(rc, "replctl topology failover AP1 --from EU") == ["EU1", "EU2"]
+    # Only group members: AP1 belongs to no group.
+    assert complete(rc, "replctl topology failover AP1 --from EU1 --to ") == ["EU1", "EU2", "US1", "US2"]
+    rc.env["REPLCTL_DB"] = f"sqlite:///{tmp_path / 'nowhere.db'}"
+    assert complete(rc, "replctl topology group E") == []
+    assert complete(rc, "replctl topology filter E") == []
+    assert not (tmp_path / "nowhere.db").exists()
+
+
 def _two_rounds(rc: Replctl) -> None:
     """C→A then A→B in key order (A→B first): what C appends reaches B only in the second round."""
     for name in "ABC":
