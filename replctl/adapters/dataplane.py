@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -115,6 +116,16 @@ class Engine:
             self._progress = StageProgress(session).start()
         return session
 
+    @contextmanager
+    def _step(self, text: str) -> Iterator[Any]:
+        """The session, its jobs described by `text` while the block runs: the progress line and the Spark
+        UI name the replctl step ("replicate A→B: reading A, writing B"), not a call site (issue 18)."""
+        from replctl.adapters.spark.progress import described
+
+        session = self.spark()
+        with described(session, text, self._progress):
+            yield session
+
     def close(self) -> None:
         """End the progress display; the session stays for reuse in this process."""
         if self._progress is not None:
@@ -156,19 +167,20 @@ class Engine:
         from replctl.adapters.spark import jobs
         from replctl.adapters.spark.paths import literal_path
 
-        return jobs.append_events(
-            self.spark(),
-            self.store,
-            location,
-            events=events,
-            # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
-            parquet_path=None if parquet_path is None else literal_path(parquet_path),
-            generate=generate,
-            seed=seed,
-            start_seq=start_seq,
-            cvv=cvv,
-            out_rel=out_rel,
-        )
+        with self._step(f"append to {location}") as spark:
+            return jobs.append_events(
+                spark,
+                self.store,
+                location,
+                events=events,
+                # The operator names one file or folder: Spark must not read it as a glob pattern (issue 19).
+                parquet_path=None if parquet_path is None else literal_path(parquet_path),
+                generate=generate,
+                seed=seed,
+                start_seq=start_seq,
+                cvv=cvv,
+                out_rel=out_rel,
+            )
 
     def _writes_locally(
         self, events: list[dict[str, Any]] | None, parquet_path: str | None, generate: int | None
@@ -199,7 +211,8 @@ class Engine:
             return
         from replctl.adapters.spark import jobs
 
-        yield from jobs.read_log(self.spark(), self.store, segments, from_seq=from_seq, limit=limit)
+        with self._step(f"read {_named(segments)}") as spark:
+            yield from jobs.read_log(spark, self.store, segments, from_seq=from_seq, limit=limit)
 
     def verify_log(
         self,
@@ -214,29 +227,34 @@ class Engine:
         """I1–I4 and I7 of one stored log; see `adapters.spark.verify.verify_log`."""
         from replctl.adapters.spark import verify
 
-        return verify.verify_log(
-            self.spark(),
-            self.store,
-            [s.path for s in segments],
-            seq=seq,
-            cvv=cvv,
-            dvv=dvv,
-            baseline=baseline,
-            segments_meta=segments,
-            described_by=described_by,
-        )
+        with self._step(f"verify {_named(segments)}") as spark:
+            return verify.verify_log(
+                spark,
+                self.store,
+                [s.path for s in segments],
+                seq=seq,
+                cvv=cvv,
+                dvv=dvv,
+                baseline=baseline,
+                segments_meta=segments,
+                described_by=described_by,
+            )
 
     def replicate_pass(self, spec: PassSpec) -> PassResult:
         """One replication pass X→Y (REP1); see `adapters.spark.jobs.replicate_pass`."""
         from replctl.adapters.spark import jobs
 
-        return jobs.replicate_pass(self.spark(), self.store, spec)
+        with self._step(
+            f"replicate {spec.source}→{spec.target}: reading {spec.source}, writing {spec.target}"
+        ) as spark:
+            return jobs.replicate_pass(spark, self.store, spec)
 
     def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
         """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None."""
         from replctl.adapters.spark.filtercheck import filter_failure
 
-        return filter_failure(self.spark(), self.store, segments, progress, filter_sql)
+        with self._step(f"check the filter on {_named(segments)}") as spark:
+            return filter_failure(spark, self.store, segments, progress, filter_sql)
 
     def first_needed(
         self,
@@ -248,13 +266,15 @@ class Engine:
         """For each target: the smallest seq ≤ `upto` after its progress it does not cover (DEL3)."""
         from replctl.adapters.spark.deletion import first_needed
 
-        return first_needed(self.spark(), self.store, segments, upto=upto, targets=targets)
+        with self._step(f"delete at {_named(segments)}: what the targets still need (DEL3)") as spark:
+            return first_needed(spark, self.store, segments, upto=upto, targets=targets)
 
     def dropped_lub(self, segment: Segment, *, upto: int) -> dict[str, int]:
         """DEL2 for a dry run: the LUB of what a rewrite of `segment` at `upto` drops."""
         from replctl.adapters.spark.deletion import dropped_lub
 
-        return dropped_lub(self.spark(), self.store, segment, upto=upto)
+        with self._step(f"delete at {segment.location}: what a rewrite would drop (DEL2)") as spark:
+            return dropped_lub(spark, self.store, segment, upto=upto)
 
     def rewrite_from(
         self,
@@ -268,21 +288,23 @@ class Engine:
         """Rewrite the segment that straddles a deletion cut (DEL1)."""
         from replctl.adapters.spark.jobs import rewrite_from
 
-        return rewrite_from(
-            self.spark(),
-            self.store,
-            segment,
-            keep_from_seq,
-            out_rel,
-            keys=keys,
-            identity_origins=identity_origins,
-        )
+        with self._step(f"delete at {segment.location}: rewriting from seq {keep_from_seq}") as spark:
+            return rewrite_from(
+                spark,
+                self.store,
+                segment,
+                keep_from_seq,
+                out_rel,
+                keys=keys,
+                identity_origins=identity_origins,
+            )
 
     def last_seq_emitted_before(self, segments: Sequence[Segment], cutoff: datetime) -> int | None:
         """The last seq of the longest prefix of events all emitted before `cutoff`."""
         from replctl.adapters.spark.deletion import last_seq_emitted_before
 
-        return last_seq_emitted_before(self.spark(), self.store, segments, cutoff)
+        with self._step(f"delete at {_named(segments)}: events emitted before the cutoff") as spark:
+            return last_seq_emitted_before(spark, self.store, segments, cutoff)
 
     def prune_log(
         self,
@@ -295,15 +317,17 @@ class Engine:
         """RET2 on one log; see `adapters.spark.prune.prune_log`."""
         from replctl.adapters.spark.prune import prune_log
 
-        return prune_log(
-            self.spark(), self.store, rewrites, key=key, keys=keys, identity_origins=identity_origins
-        )
+        with self._step(f"prune clock {key}: rewriting {len(rewrites)} segment(s)") as spark:
+            return prune_log(
+                spark, self.store, rewrites, key=key, keys=keys, identity_origins=identity_origins
+            )
 
     def census(self, segments: Sequence[Segment]) -> dict[str, dict[str, FileRead]]:
         """DR0: what the store still holds of `segments`; see `adapters.spark.recovery.census`."""
         from replctl.adapters.spark.recovery import census
 
-        return census(self.spark(), self.store, segments)
+        with self._step(f"recover {_named(segments)}: reading what the store holds") as spark:
+            return census(spark, self.store, segments)
 
     def truncate_below(
         self,
@@ -317,15 +341,16 @@ class Engine:
         """DR1: the survivors of a damaged segment; see `adapters.spark.recovery.truncate_below`."""
         from replctl.adapters.spark.recovery import truncate_below
 
-        return truncate_below(
-            self.spark(),
-            self.store,
-            segment,
-            keep_below,
-            out_rel,
-            keys=keys,
-            identity_origins=identity_origins,
-        )
+        with self._step(f"recover {segment.location}: keeping the events below seq {keep_below}") as spark:
+            return truncate_below(
+                spark,
+                self.store,
+                segment,
+                keep_below,
+                out_rel,
+                keys=keys,
+                identity_origins=identity_origins,
+            )
 
     def survivors_below(self, segment: Segment, keep_below: int) -> SegmentStats | None:
         """DR1 on paper: what `truncate_below` would keep; see `adapters.spark.recovery.survivors_below`."""
@@ -350,6 +375,11 @@ class Engine:
         """Merge segments into one at `out_rel` (compaction)."""
         from replctl.adapters.spark.jobs import compact
 
-        return compact(
-            self.spark(), self.store, segments, out_rel, keys=keys, identity_origins=identity_origins
-        )
+        with self._step(f"compact {_named(segments)}") as spark:
+            return compact(spark, self.store, segments, out_rel, keys=keys, identity_origins=identity_origins)
+
+
+def _named(segments: Sequence[Segment]) -> str:
+    """The location whose segments a step reads, for its description."""
+    names = sorted({s.location for s in segments})
+    return ", ".join(names) if names else "an empty log"

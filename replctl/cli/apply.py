@@ -27,10 +27,10 @@ from typer.core import TyperGroup
 from replctl.cli.boundary import COMMAND_ARGV, Effect, input_digests, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import stdout
-from replctl.errors import InvalidInput
+from replctl.errors import InvalidInput, Refused
 
 if TYPE_CHECKING:
-    from replctl.services.plans import PlanFile
+    from replctl.services.plans import AppliedPlan, PlanFile
 
 
 def apply(
@@ -45,10 +45,34 @@ def apply(
     """
 
     def action(app: AppContext) -> int:
-        from replctl.services import plans
+        from replctl.services import operations, plans
 
         recorded = plans.read_plan(file)
         argv, reason = _split_reason(recorded, app.reason)
+        # The absolute path: the journal is read from other hosts and folders (`replctl ops show`).
+        applied = plans.AppliedPlan(str(file.resolve()), recorded.sha256, recorded.plan.catalog_version)
+        try:
+            return _apply(app, recorded, argv, reason, applied)
+        except Refused as refusal:
+            if refusal.code != plans.STALE_PLAN:
+                raise
+            # Issue 18: a stale plan refused before its command began is journalled like the refusal under
+            # the leases (`operations.applying`), so `ops list` shows every refused apply; nothing else is
+            # written and the catalog version does not move.
+            operations.record_refusal(
+                app.catalog(),
+                command="apply",
+                args={"command": list(recorded.plan.command), **applied.journal_args()},
+                reason=reason,
+                refusal=refusal,
+            )
+            raise
+
+    def _apply(
+        app: AppContext, recorded: PlanFile, argv: list[str], reason: str | None, applied: AppliedPlan
+    ) -> int:
+        from replctl.services import plans
+
         catalog = app.catalog()
         with catalog.transaction(readonly=True) as tx:
             version = tx.catalog_version()
@@ -67,8 +91,6 @@ def apply(
             )
         plans.check_same_plan(recorded, check.planned)
 
-        # The absolute path: the journal is read from other hosts and folders (`replctl ops show`).
-        applied = plans.AppliedPlan(str(file.resolve()), recorded.sha256, recorded.plan.catalog_version)
         code = _invoke(
             ctx,
             recorded.path,

@@ -294,17 +294,28 @@ def replicate(
         if app.json:
             emit_json({"ok": True, **out})
             return code
-        if not out["passes"]:
-            stdout().print("nothing to replicate", markup=False)
+        # Issue 18: with nothing to do, one line, not a table of "nothing-new" rows (a full replicate leaves
+        # them out of its passes already; `replicate SRC DST` reports its one pass).
+        passes = [p for p in out["passes"] if p["action"] != "nothing-new"]
+        if not passes:
+            idle = ", ".join(f"{p['source']}→{p['target']}" for p in out["passes"])
+            stdout().print(
+                f"nothing to replicate: {idle} has nothing new" if idle else "nothing to replicate",
+                markup=False,
+            )
         notes = Notes(wide)
+        # Issue 18: a connection seen again in a later round of a full replicate is told apart by a round
+        # column, shown only when there was more than one round.
+        rounds = len({p["round"] for p in passes}) > 1
         # Issue 18: names and states never cut at 80 columns; the "why" of each pass is a note below.
         table = fitted_table(
-            ("connection", "state", "action"),
+            ("round", "connection", "state", "action") if rounds else ("connection", "state", "action"),
             ("read", "written", "skip c/f", "blocked", "progress", "why"),
         )
-        for p in out["passes"] if out["passes"] else ():
+        for p in passes:
             arrow = f"{p['source']}→{p['target']}"
             table.add_row(
+                *((str(p["round"]),) if rounds else ()),
                 arrow,
                 state_text(p["state"]),
                 p["action"],
@@ -315,7 +326,7 @@ def replicate(
                 _count(p["progress"]),
                 notes.cell(p["reason"], "", f"{arrow}: {p['reason']}"),
             )
-        if out["passes"]:
+        if passes:
             stdout().print(table)
             stdout().print(
                 "read: events examined; skip c/f: skipped as held already (CF1) / by the filter; "

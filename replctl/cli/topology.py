@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from replctl.cli.boundary import Effect, run
+from replctl.cli.completion import group_names, location_names, location_or_group_names, member_names
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import (
@@ -89,8 +90,8 @@ def remove(
 @app.command("filter")
 def filter_(
     ctx: typer.Context,
-    source: str,
-    target: str,
+    source: Annotated[str, typer.Argument(autocompletion=location_or_group_names)],
+    target: Annotated[str, typer.Argument(autocompletion=location_or_group_names)],
     set_expr: Annotated[str | None, typer.Option("--set", help="Spark SQL boolean expression.")] = None,
     clear: Annotated[bool, typer.Option("--clear", help="Remove the filter (it still counts, H3).")] = False,
     dry_run: DryRun = False,
@@ -121,8 +122,10 @@ def filter_(
 @app.command("group")
 def group(
     ctx: typer.Context,
-    name: str,
-    members: Annotated[list[str] | None, typer.Argument(help="Member locations.")] = None,
+    name: Annotated[str, typer.Argument(autocompletion=group_names)],
+    members: Annotated[
+        list[str] | None, typer.Argument(help="Member locations.", autocompletion=location_names)
+    ] = None,
     remove: Annotated[bool, typer.Option("--remove", help="Remove the group declaration.")] = False,
     dry_run: DryRun = False,
 ) -> None:
@@ -157,9 +160,13 @@ def group(
 @app.command("failover")
 def failover(
     ctx: typer.Context,
-    location: str,
-    old: Annotated[str, typer.Option("--from", help="The group member to leave.")],
-    new: Annotated[str, typer.Option("--to", help="The group member to use instead.")],
+    location: Annotated[str, typer.Argument(autocompletion=location_names)],
+    old: Annotated[
+        str, typer.Option("--from", help="The group member to leave.", autocompletion=member_names)
+    ],
+    new: Annotated[
+        str, typer.Option("--to", help="The group member to use instead.", autocompletion=member_names)
+    ],
     dry_run: DryRun = False,
 ) -> None:
     """Move LOCATION's connections from one group member to another in one step (FO1)."""

@@ -53,6 +53,9 @@ class PassSpec:
     out_rel: str
     source_keys: list[str]
     identity_origins: list[str] = field(default_factory=list)
+    # The connection's names: only to describe the pass's Spark jobs (issue 18); nothing is read by them.
+    source: str = "X"
+    target: str = "Y"
 
 
 @dataclass(frozen=True)

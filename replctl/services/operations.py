@@ -261,6 +261,22 @@ def operation(
             _finish(ctx, op_id, outcome, error)
 
 
+def record_refusal(
+    catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None, refusal: Refused
+) -> str:
+    """Journal a refusal that came before any operation began, as an operation with outcome `refused`.
+
+    For `replctl apply`'s stale-plan refusals (issue 18): the operator looks for what was refused in
+    `ops list` as for what ran. Only the journal is written, which moves no catalog version, so the refusal
+    still changes nothing a plan depends on. Returns the operation id.
+    """
+    with catalog.transaction() as tx:
+        op_id = tx.begin_operation(command, args, current_actor(), socket.gethostname(), reason)
+        tx.finish_operation(op_id, "refused", refusal.to_json())
+    _announce(op_id, command)
+    return op_id
+
+
 def _take_leases(ctx: OperationContext, op_id: str, resources: list[str]) -> None:
     """Take the lease of every resource for operation `op_id`, recording the fencing tokens in `ctx`."""
     # Sorted so that two operators asking for the same pair agree on the order.

@@ -65,9 +65,11 @@ class PassReport:
         """Whether the pass changed anything (progress, events or state)."""
         return bool(self.written) or self.action in ("activated", "advanced")
 
-    def to_json(self) -> dict[str, Any]:
-        """The cli.md shape."""
+    def to_json(self, round_number: int = 1) -> dict[str, Any]:
+        """The cli.md shape; `round_number` is the round of a full `replicate` the pass ran in (1 for one
+        connection), so that a connection seen again in a later round is told apart (issue 18)."""
         return {
+            "round": round_number,
             "source": self.source,
             "target": self.target,
             "state": self.state,
@@ -245,6 +247,8 @@ def _run_pass(
             out_rel=out_rel,
             source_keys=clk.vt_keys(source.cvv),
             identity_origins=clk.identity_origins,
+            source=conn.source,
+            target=target_name,
         ),
     )
     if isinstance(job, str):
@@ -663,14 +667,16 @@ def replicate_all(
 
     def body(ctx: OperationContext) -> dict[str, Any]:
         reports: list[PassReport] = []
+        rounds: list[int] = []  # the round of each report, 1 first
         failed: set[tuple[str, str]] = set()  # a connection whose filter failed is not retried in this run
-        for _ in range(MAX_ROUNDS):
+        for number in range(1, MAX_ROUNDS + 1):
             with ctx.transaction() as tx:
                 current = sorted((c for c in tx.connections() if c.current), key=lambda c: c.key)
             round_reports = _round(ctx, engine, [c for c in current if c.key not in failed])
             # A connection whose filter failed, or whose locations another operation holds, waits for a re-run.
             failed |= {(r.source, r.target) for r in round_reports if r.action in ("failed", "skipped")}
             reports.extend(round_reports)
+            rounds.extend([number] * len(round_reports))
             if dry_run or not any(r.changed for r in round_reports):
                 break
         # DEL4: only at the locations this operation holds; the others' deletions wait for their next run.
@@ -683,7 +689,9 @@ def replicate_all(
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return {
             "dry_run": dry_run,
-            "passes": [r.to_json() for r in reports if r.action != "nothing-new"],
+            "passes": [
+                r.to_json(n) for r, n in zip(reports, rounds, strict=True) if r.action != "nothing-new"
+            ],
             "deletions": deletions,
         }
 

@@ -360,3 +360,63 @@ def test_location_names_complete_from_the_catalog_and_nothing_on_any_error(
     rc.env["REPLCTL_DB"] = f"sqlite:///{tmp_path / 'nowhere.db'}"
     assert complete(rc, "replctl location show EU") == []
     assert not (tmp_path / "nowhere.db").exists()
+
+
+def test_group_names_complete_where_a_group_may_be_named_and_nothing_on_any_error(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Issue 18: RFC1 groups complete as locations do; RFC2 filters take a location or a group on either side.
+    for name in ("EU1", "EU2", "US1", "US2", "AP1"):
+        rc("location", "add", name)
+    rc("topology", "group", "EUROPE", "EU1", "EU2")
+    rc("topology", "group", "EAST", "US1", "US2")
+    assert complete(rc, "replctl topology group E") == ["EAST", "EUROPE"]
+    assert complete(rc, "replctl topology group EUROPE EU") == ["EU1", "EU2"]
+    assert complete(rc, "replctl topology filter E") == ["EAST", "EU1", "EU2", "EUROPE"]
+    assert complete(rc, "replctl topology filter US1 EU") == ["EU1", "EU2", "EUROPE"]
+    assert complete(rc, "replctl topology failover A") == ["AP1"]
+    assert complete(rc, "replctl topology failover AP1 --from EU") == ["EU1", "EU2"]
+    # Only group members: AP1 belongs to no group.
+    assert complete(rc, "replctl topology failover AP1 --from EU1 --to ") == ["EU1", "EU2", "US1", "US2"]
+    rc.env["REPLCTL_DB"] = f"sqlite:///{tmp_path / 'nowhere.db'}"
+    assert complete(rc, "replctl topology group E") == []
+    assert complete(rc, "replctl topology filter E") == []
+    assert not (tmp_path / "nowhere.db").exists()
+
+
+def _two_rounds(rc: Replctl) -> None:
+    """C→A then A→B in key order (A→B first): what C appends reaches B only in the second round."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "C", "A")
+    rc.append("A", "a1")
+    rc.append("C", "c1")
+
+
+@pytest.mark.spark
+def test_replicate_numbers_its_rounds_and_says_in_one_line_when_there_is_nothing_to_do(rc: Replctl) -> None:
+    # Issue 18: A→B runs in two rounds; without a round column its two rows looked like one pass repeated.
+    _two_rounds(rc)
+    rc.env["COLUMNS"] = "200"
+    lines = rc("replicate").stdout.splitlines()
+    assert [line.split()[:6] for line in lines[:1] + lines[2:5]] == [
+        ["round", "connection", "state", "action", "read", "written"],
+        ["1", "A→B", "active", "copied", "1", "1"],
+        ["1", "C→A", "active", "ran", "1", "1"],
+        ["2", "A→B", "active", "ran", "1", "1"],
+    ]
+    assert rc("replicate").stdout == "nothing to replicate\n"
+    assert rc("replicate", "A", "B").stdout == "nothing to replicate: A→B has nothing new\n"
+    # The same passes in --json, each with its round; a single connection's pass is in round 1.
+    rc.append("C", "c2")
+    passes = rc.json("replicate")["passes"]
+    assert [(p["round"], p["source"], p["target"], p["written"]) for p in passes] == [
+        (1, "C", "A", 1),
+        (2, "A", "B", 1),
+    ]
+    [one] = rc.json("replicate", "A", "B")["passes"]
+    assert (one["round"], one["action"]) == (1, "nothing-new")
+    # One round only: no round column.
+    rc.append("A", "a2")
+    assert rc("replicate").stdout.split()[:3] == ["connection", "state", "action"]

@@ -48,6 +48,19 @@ def comparable(rc: Replctl) -> dict[str, Any]:
     return {"status": rc.json("status"), "history": changes, "version": catalog_version(rc)}
 
 
+def refused_applies(rc: Replctl, before: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The errors of the `apply` refusals journalled since `before`, newest first, after checking that nothing
+    else changed: a stale-plan refusal writes only its journal row (issue 18), which moves no version."""
+    after = state(rc)
+    ops, old = after.pop("ops"), before["ops"]
+    assert after == {k: v for k, v in before.items() if k != "ops"}
+    new = ops[: len(ops) - len(old)]
+    assert ops[len(new) :] == old
+    for op in new:
+        assert (op["command"], op["outcome"], op["args"]["plan_file"]) == ("apply", "refused", str(path))
+    return [op["error"] for op in new]
+
+
 def test_plan_out_writes_the_plan_and_changes_nothing(rc: Replctl, tmp_path: Path) -> None:
     before = state(rc)
     path = tmp_path / "plan.json"
@@ -133,7 +146,39 @@ def test_a_stale_plan_is_refused_with_exit_3_and_changes_nothing(rc: Replctl, tm
     ]
     doc = rc.json("apply", str(path), expect=3)
     assert doc["error"]["code"] == "stale-plan"
-    assert state(rc) == before
+    stale = {
+        "code": "stale-plan",
+        "message": "the catalog changed since the plan was made (version 2 → 3); make the plan again",
+        "hint": f"replctl topology add A B --plan-out {path}",
+        "details": {"plan_version": 2, "catalog_version": 3},
+    }
+    assert refused_applies(rc, before, path) == [stale, stale]
+
+
+def test_a_stale_plan_refused_before_its_command_began_shows_in_ops_list_and_ops_show(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Issue 18: the refusal of apply's own checks is journalled as an `apply` operation, outcome refused.
+    path = tmp_path / "plan.json"
+    rc("topology", "add", "A", "B", "--plan-out", str(path), "--reason", "CHG-7")
+    rc("location", "add", "C")
+    rc("apply", str(path), expect=3)
+    [op] = [o for o in rc.json("ops", "list")["operations"] if o["command"] == "apply"]
+    assert (op["outcome"], op["reason"], op["args"]) == (
+        "refused",
+        "CHG-7",
+        {
+            "command": ["topology", "add", "A", "B", "--reason", "CHG-7"],
+            "plan_file": str(path),
+            "plan_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "plan_catalog_version": 2,
+        },
+    )
+    listed = rc("ops", "list").stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in listed.splitlines()]
+    assert [op["id"][:8], "apply", "refused", "CHG-7"] in [r[:1] + r[2:] for r in rows], listed
+    shown = rc("ops", "show", op["id"]).stdout
+    assert "the catalog changed since the plan was made (version 2 → 3); make the plan again" in shown
 
 
 def test_applying_a_plan_twice_refuses_the_second_as_stale(rc: Replctl, tmp_path: Path) -> None:
@@ -145,7 +190,7 @@ def test_applying_a_plan_twice_refuses_the_second_as_stale(rc: Replctl, tmp_path
     assert out.stderr.splitlines()[0] == (
         "the catalog changed since the plan was made (version 2 → 3); make the plan again"
     )
-    assert state(rc) == before
+    assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
 
 
 def test_a_change_after_apply_s_own_checks_is_caught_under_the_operation_s_leases(
@@ -238,7 +283,7 @@ def test_a_tampered_plan_whose_dry_run_differs_now_is_stale(rc: Replctl, tmp_pat
     assert out.stderr.splitlines()[0] == (
         f"the plan made now differs from the one in {path} (at plan.changes[0].role); make the plan again"
     )
-    assert state(rc) == before
+    assert [e["message"] for e in refused_applies(rc, before, path)] == [out.stderr.splitlines()[0]]
 
 
 def test_a_plan_for_another_catalog_exits_2(rc: Replctl, tmp_path: Path) -> None:
@@ -362,7 +407,7 @@ def test_a_plan_records_the_digest_of_its_input_file_and_refuses_a_changed_file(
     assert out.stderr.splitlines()[0] == (
         f"the input {events} (--file) changed since the plan was made; make the plan again"
     )
-    assert state(rc) == before
+    assert [e["message"] for e in refused_applies(rc, before, path)] == [out.stderr.splitlines()[0]]
 
     events.write_text(original)
     rc("apply", str(path))
@@ -382,7 +427,7 @@ def test_a_store_change_the_catalog_version_cannot_see_still_makes_the_plan_stal
     before = state(rc)
     out = rc("apply", str(path), expect=3)
     assert out.stderr.startswith(f"the plan made now differs from the one in {path} (at plan.")
-    assert state(rc) == before
+    assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
 
 
 @pytest.mark.postgres
