@@ -348,6 +348,7 @@ def test_a_replicate_dry_run_gives_the_counts_it_cannot_know_as_unknown_not_zero
         "blocked_at": None,
         "progress": 4,
         "reason": None,
+        "round": 1,
     }
     text = rc("replicate", "A", "B", "--dry-run").stdout
     [row] = [line.split() for line in text.splitlines() if line.startswith("A→B")]
