@@ -453,7 +453,12 @@ def recover_location(
         ),
     ] = None,
     accept_loss: Annotated[
-        bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
+        bool,
+        typer.Option(
+            "--accept-loss",
+            help="Merge refused neighbours' DVVs and unblock them (DR5); also consent to discard stored "
+            "events no other location holds (DR0) and to lose what a backup holds (BK3).",
+        ),
     ] = False,
     from_backup: Annotated[
         str | None,
@@ -489,6 +494,7 @@ def recover_location(
             accept_loss=accept_loss,
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            manifests=app.manifests(),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -505,6 +511,12 @@ def recover_location(
             console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
         if out["lost_from"] is not None:
             console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
+        for origin, (lo, hi) in out["discarded"].items():
+            console.print(
+                f"{name}: {prefix}discard {origin}'s own events with origin times {lo}..{hi}, stored only "
+                "here (accepted, DR0)",
+                markup=False,
+            )
         for r in out["progress_resets"]:
             console.print(
                 f"  {prefix}reset progress {r['source']}→{r['target']}: {r['from']} → {r['to']} (DR2)",
@@ -529,6 +541,11 @@ def recover_location(
         console.print(
             f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out['cvv'])}", markup=False
         )
+        if out["lost"]:
+            # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
+            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out["lost"].items())
+            verb = "would be" if out["dry_run"] else "are"
+            console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
         if out["refused"] and not out["dry_run"]:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "
