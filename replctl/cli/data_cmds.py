@@ -557,7 +557,10 @@ def recover_location(
     def question(_preview: Any) -> str | None:
         if not accept_loss or dry_run:
             return None
-        return f"recover {name} accepting the loss of what its neighbours deleted (DR5)?"
+        return (
+            f"recover {name} accepting the loss of what its neighbours deleted (DR5) and of events only it "
+            "stores or its backup holds (DR0, BK3)?"
+        )
 
     run(ctx, action, render, effect=Effect.OPERATION, question=question)
 

@@ -38,6 +38,36 @@ def discarded_own(
     return (low, cvv_own) if low <= cvv_own else None
 
 
-def held_by(lost: dict[str, tuple[int, int]], backup_cvv: VectorTime) -> dict[str, tuple[int, int]]:
-    """The part of a shortfall a backup holds: per origin, the lost origin times its CVV covers."""
-    return {o: (lo, min(hi, backup_cvv[o])) for o, (lo, hi) in lost.items() if backup_cvv[o] >= lo}
+def held_by(lost: dict[str, list[tuple[int, int]]], backup_cvv: VectorTime) -> dict[str, tuple[int, int]]:
+    """The part of a recovery's gaps (`unrecovered`) a backup holds: per origin, from the first lost origin time
+    its CVV covers to the last."""
+    held: dict[str, tuple[int, int]] = {}
+    for origin, gaps in lost.items():
+        parts = [(lo, min(hi, backup_cvv[origin])) for lo, hi in gaps if backup_cvv[origin] >= lo]
+        if parts:
+            held[origin] = (parts[0][0], parts[-1][1])
+    return held
+
+
+def unrecovered(
+    before: VectorTime, start: VectorTime, brought: Iterable[tuple[VectorTime, VectorTime]]
+) -> dict[str, list[tuple[int, int]]]:
+    """Per origin, the ranges of origin times in `before` that neither `start` (what survived) nor any source
+    brings. A source brings `(hidden, cvv)`: the origin times above `hidden` up to its `cvv`. `hidden` is what a
+    logical deletion at the source hides from its passes: by causal storage order (EM3) the events of an
+    origin up to the largest origin time seen in the hidden prefix are all in that prefix."""
+    sources = list(brought)
+    out: dict[str, list[tuple[int, int]]] = {}
+    for origin, want in before.to_dict().items():
+        covered = sorted([(0, start[origin]), *((h[origin], c[origin]) for h, c in sources)])
+        gaps, reach = [], 0
+        for lo, hi in covered:
+            if lo > reach:
+                gaps.append((reach + 1, min(lo, want)))
+            reach = max(reach, hi)
+        if reach < want:
+            gaps.append((reach + 1, want))
+        gaps = [(lo, hi) for lo, hi in gaps if lo <= hi]
+        if gaps:
+            out[origin] = gaps
+    return out

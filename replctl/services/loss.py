@@ -71,7 +71,7 @@ def refuse_backup_held(
     newest = bk.newest(manifests or [], loc.name)
     if newest is None or newest.id == restoring or accept_loss:
         return
-    lost = bk.shortfall(loc.cvv, _planned(tx, loc.name, start))
+    lost = loss.unrecovered(loc.cvv, start, _planned(tx, loc.name, start))
     held = loss.held_by(lost, newest.cvv)
     if held:
         raise Refused(
@@ -94,9 +94,10 @@ def report_lost(
     doc["lost"] = {o: list(r) for o, r in sorted(lost.items())}
 
 
-def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> VectorTime:
-    """DR3–DR4 on paper (core.recovery.plan_rounds): the vector A reaches from `start`, with what the
-    neighbours that cannot serve still hold (DR5: blocked, they may serve a later `recover`)."""
+def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple[VectorTime, VectorTime]]:
+    """DR3–DR4 on paper (core.recovery.plan_rounds): what each source brings from `start` as `(hidden, cvv)`
+    (core.loss.unrecovered), and what the neighbours that cannot serve still hold (DR5: blocked, they may
+    serve a later `recover`)."""
     from replctl.filterexpr import or_origin
 
     state, locations = load_state(tx), {x.name: x for x in tx.locations()}
@@ -109,7 +110,26 @@ def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> VectorTime
         start,
         name,
     )
-    reached = planned.vector
+    brought = []
+    for source in (s for ready in planned.rounds for s in ready):
+        cvv = locations[source.name].cvv
+        # A filtered terminal source surely brings only A's own events (DR3), as plan_rounds counts it.
+        brought.append(
+            (
+                _hidden(tx, locations[source.name]),
+                cvv if source.filter is None else VectorTime({name: cvv[name]}),
+            )
+        )
     for other in [*(r.source for r in refused), *(s.name for s in planned.pending)]:
-        reached = reached | locations[other].cvv
-    return reached
+        brought.append((VectorTime(), locations[other].cvv))
+    return brought
+
+
+def _hidden(tx: CatalogTransaction, source: Location) -> VectorTime:
+    """What a logical deletion at the source hides from its passes (DEL1): the LUB of the segments it reaches
+    (a straddling one whole, erring towards refusing)."""
+    if source.logical_deleted_upto <= source.deleted_upto:
+        return VectorTime()
+    return VectorTime().merge(
+        *(s.vt_lub for s in tx.segments(source.name) if s.seq_lo <= source.logical_deleted_upto)
+    )
