@@ -482,7 +482,12 @@ def recover_location(
         ),
     ] = None,
     accept_loss: Annotated[
-        bool, typer.Option("--accept-loss", help="Merge refused neighbours' DVVs and unblock them (DR5).")
+        bool,
+        typer.Option(
+            "--accept-loss",
+            help="Merge refused neighbours' DVVs and unblock them (DR5); also consent to discard stored "
+            "events no other location holds (DR0) and to lose what a backup holds (BK3).",
+        ),
     ] = False,
     from_backup: Annotated[
         str | None,
@@ -518,6 +523,7 @@ def recover_location(
             accept_loss=accept_loss,
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            manifests=app.manifests(),
         )
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
@@ -534,6 +540,12 @@ def recover_location(
             console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
         if out["lost_from"] is not None:
             console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
+        for origin, (lo, hi) in out["discarded"].items():
+            console.print(
+                f"{name}: {prefix}discard {origin}'s own events with origin times {lo}..{hi}, stored only "
+                "here (accepted, DR0)",
+                markup=False,
+            )
         for r in out["progress_resets"]:
             console.print(
                 f"  {prefix}reset progress {r['source']}→{r['target']}: {r['from']} → {r['to']} (DR2)",
@@ -558,6 +570,11 @@ def recover_location(
         console.print(
             f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out['cvv'])}", markup=False
         )
+        if out["lost"]:
+            # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
+            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out["lost"].items())
+            verb = "would be" if out["dry_run"] else "are"
+            console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
         if out["refused"] and not out["dry_run"]:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "
@@ -569,7 +586,10 @@ def recover_location(
     def question(_preview: Any) -> str | None:
         if not accept_loss or dry_run:
             return None
-        return f"recover {name} accepting the loss of what its neighbours deleted (DR5)?"
+        return (
+            f"recover {name} accepting the loss of what its neighbours deleted (DR5) and of events only it "
+            "stores or its backup holds (DR0, BK3)?"
+        )
 
     run(ctx, action, render, effect=Effect.OPERATION, question=question)
 

@@ -263,7 +263,7 @@ def recoverability(
     ).vector
     if location.cvv <= vector:
         return Recoverability(name, "yes", backup_id_)
-    return Recoverability(name, "no", backup_id_, shortfall=_shortfall(location.cvv, vector))
+    return Recoverability(name, "no", backup_id_, shortfall=shortfall(location.cvv, vector))
 
 
 def shortfall_text(shortfall: Mapping[str, Sequence[int]]) -> str:
@@ -276,8 +276,9 @@ def _keep_filter(filter_: str, _location: str) -> str:
     return filter_
 
 
-def _shortfall(cvv: VectorTime, reached: VectorTime) -> dict[str, tuple[int, int]]:
-    # Per origin, the origin times after what the sources and the backup reach, up to what A holds.
+def shortfall(cvv: VectorTime, reached: VectorTime) -> dict[str, tuple[int, int]]:
+    """BK3's shortfall: per origin, the origin times after what `reached` covers, up to what `cvv` holds
+    (also what a recovery reports as lost: the CVV before it against the one it reaches)."""
     return {k: (have + 1, want) for k, (want, have) in cvv.missing_from(reached).items()}
 
 

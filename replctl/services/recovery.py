@@ -18,11 +18,13 @@ from dataclasses import replace
 from typing import Any
 
 from replctl.core import recovery as dr
+from replctl.core.backups import Manifest
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services import loss
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
@@ -102,8 +104,10 @@ def recover(
     accept_loss: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
+    manifests: list[Manifest] | None = None,
 ) -> dict[str, Any]:
-    """`recover location NAME [--lost-from SEQ] [--accept-loss]`."""
+    """`recover location NAME [--lost-from SEQ] [--accept-loss]`. `manifests` are the backups the backup
+    store holds (None: unreadable), for BK3's refusal of a recovery that would lose what a backup holds."""
     with catalog.transaction() as tx:
         loc = get_location(tx, name)
         if loc.retired:
@@ -118,7 +122,9 @@ def recover(
         reason=reason,
         resources=[location_resource(n) for n in [name, *around]],
         dry_run=dry_run,
-        body=lambda ctx: _recover(ctx, engine, name, declared=lost_from, accept_loss=accept_loss),
+        body=lambda ctx: _recover(
+            ctx, engine, name, declared=lost_from, accept_loss=accept_loss, manifests=manifests
+        ),
     )
 
 
@@ -141,13 +147,19 @@ def _check_lost_from(loc: Location, lost_from: int) -> None:
 
 
 def _recover(
-    ctx: OperationContext, engine: DataPlane, name: str, *, declared: int | None, accept_loss: bool
+    ctx: OperationContext,
+    engine: DataPlane,
+    name: str,
+    *,
+    declared: int | None,
+    accept_loss: bool,
+    manifests: list[Manifest] | None,
 ) -> dict[str, Any]:
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
-    first_lost = _find_loss(engine, segments, declared)
-    clock_before = loc.seq
+    first_lost, found = _find_loss(engine, segments, declared)
+    clock_before, cvv_before = loc.seq, loc.cvv  # what the recovery reports lost is measured against these
     doc: dict[str, Any] = {
         "location": name,
         "lost_from": first_lost,
@@ -158,25 +170,75 @@ def _recover(
         "refused": [],
         "accepted": [],
         "cvv": loc.cvv.to_dict(),
+        "discarded": {},
+        "lost": {},
     }
     if first_lost is not None:
+        _consent(
+            ctx,
+            loc,
+            segments,
+            first_lost=first_lost,
+            found=found,
+            manifests=manifests,
+            doc=doc,
+            accept_loss=accept_loss,
+        )
         hit("recover.after-census")  # the loss is known, A not yet marked recovering: a re-run finds it again
         loc = _recover_metadata(ctx, engine, loc, segments=segments, first_lost=first_lost, doc=doc)
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
-    return finish_recovery(ctx, engine, name, accept_loss, doc)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+
+
+def _consent(
+    ctx: OperationContext,
+    loc: Location,
+    segments: list[Segment],
+    *,
+    first_lost: int,
+    found: int | None,
+    manifests: list[Manifest] | None,
+    accept_loss: bool,
+    doc: dict[str, Any],
+) -> None:
+    """Before anything changes, dry run and run alike: DR0's consent to discard intact events only A holds
+    (a declared loss below the census's own first gap), and BK3's refusal to lose what A's backup holds."""
+    split = dr.split_segments(segments, first_lost)
+    how = "" if first_lost == found else f" --lost-from {first_lost}"
+    with ctx.transaction() as tx:
+        if first_lost != found:
+            # The declared cut lies below what the census found lost: from it up to the census's gap (or the
+            # end), the store still holds the events (a straddling segment counts whole).
+            cut = [s for s in segments if s.seq_hi >= first_lost and (found is None or s.seq_lo < found)]
+            kept_own = max([0, *(s.vt_lub[loc.name] for s in split.keep)])
+            loss.refuse_discard(tx, loc, cut, kept_own=kept_own, how=how, accept_loss=accept_loss, doc=doc)
+        others = [x.cvv for x in tx.locations() if x.name != loc.name]
+        # The straddling segment's survivors are left out (a lower bound): the answer errs towards refusing.
+        start = dr.recovered_clock(loc, lub([s.vt_lub for s in split.keep]), others).cvv
+        loss.refuse_backup_held(
+            tx, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
+        )
 
 
 def finish_recovery(
-    ctx: OperationContext, engine: DataPlane, name: str, accept_loss: bool, doc: dict[str, Any]
+    ctx: OperationContext,
+    engine: DataPlane,
+    name: str,
+    accept_loss: bool,
+    doc: dict[str, Any],
+    *,
+    before: VectorTime,
 ) -> dict[str, Any]:
-    """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1)."""
+    """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1); `doc["lost"]`
+    is what of `before`, A's CVV before the recovery, it could not get back."""
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
         with ctx.transaction() as tx:
             current = get_location(tx, name)
             others = [x.cvv for x in tx.locations() if x.name != name]
+            loss.report_lost(tx, name, before, VectorTime(doc["cvv"]), doc)
         if doc["rounds"]:
             # The events recovered take new seqs after T (DR1), as many as the passes examine: only the
             # run knows, so the dry run promises no number it cannot keep (issue 14).
@@ -194,6 +256,7 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
+        loss.report_lost(tx, name, before, ended.cvv, doc)
     doc["clock"]["after"] = ended.seq
     doc["cvv"] = ended.cvv.to_dict()
     if doc["refused"]:
@@ -211,15 +274,17 @@ def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> 
     return replace(current, seq=max(current.seq, floor), state=state), floor
 
 
-def _find_loss(engine: DataPlane, segments: list[Segment], declared: int | None) -> int | None:
+def _find_loss(
+    engine: DataPlane, segments: list[Segment], declared: int | None
+) -> tuple[int | None, int | None]:
     """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
-    counts from its start: what follows it is not claimed as held)."""
+    counts from its start: what follows it is not claimed as held); and what the census alone found."""
     found = None
     if segments:
         found = dr.lost_from(segments, engine.census(segments))
     if declared is None:
-        return found
-    return declared if found is None else min(declared, found)
+        return found, found
+    return (declared if found is None else min(declared, found)), found
 
 
 def _blocked_into(ctx: OperationContext, name: str) -> bool:

@@ -16,10 +16,12 @@ from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.dataplane import Engine
 from replctl.core import recovery as dr
 from replctl.core.backups import BackupSegment, Manifest
+from replctl.core.model import Location, Segment
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.localfiles import digest
 from replctl.services import backups as backup_service
+from replctl.services import loss
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import Catalog
@@ -90,7 +92,10 @@ def _restore(
         "refused": [],
         "accepted": [],
         "cvv": loc.cvv.to_dict(),
+        "discarded": {},
+        "lost": {},
     }
+    _consent(ctx, engine, backups, loc, present, manifest=manifest, accept_loss=accept_loss, doc=doc)
     copies = [] if ctx.dry_run else _copy_all_in(engine, backups, manifest)
     hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
     # BK2: DVV-A and deleted_upto come from the backup; a logical deletion asked for since still hides.
@@ -126,11 +131,47 @@ def _restore(
             tx.put_location(dr.recovering(base, clock, manifest.last_seq))
             ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
     if ctx.dry_run:
-        return finish_recovery(ctx, engine, name, accept_loss, doc)
+        return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
+
+
+def _consent(
+    ctx: OperationContext,
+    engine: Engine,
+    backups: BackupStore,
+    loc: Location,
+    present: list[Segment],
+    *,
+    manifest: Manifest,
+    accept_loss: bool,
+    doc: dict[str, Any],
+) -> None:
+    """Before anything changes, dry run and run alike: DR0's consent to discard what A still stores intact
+    past the backup and no other location holds, and BK3's refusal to lose what a newer backup holds."""
+    name, how = loc.name, f" --from-backup {manifest.id}"
+    # The census tells the intact part of A's log from what a disaster already took (DR0): only the
+    # intact part is discarded by the restore's choice.
+    found = dr.lost_from(present, engine.census(present)) if present else None
+    cut = [s for s in present if s.seq_hi > manifest.last_seq and (found is None or s.seq_lo < found)]
+    with ctx.transaction() as tx:
+        loss.refuse_discard(
+            tx, loc, cut, kept_own=manifest.cvv[name], how=how, accept_loss=accept_loss, doc=doc
+        )
+        others = [x.cvv for x in tx.locations() if x.name != name]
+        base = replace(loc, dvv=manifest.dvv)
+        start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
+        loss.refuse_backup_held(
+            tx,
+            loc,
+            start,
+            manifests=backups.manifests(name),
+            restoring=manifest.id,
+            how=how,
+            accept_loss=accept_loss,
+        )
 
 
 def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> list[tuple[str, BackupSegment]]:

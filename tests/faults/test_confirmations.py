@@ -119,7 +119,10 @@ def test_recover_accepting_loss_asks_and_a_no_changes_nothing(rc: Replctl) -> No
     assert done.code == 3
     # The dry run starts Spark, whose JVM shares the terminal: its lines may come between ours.
     assert "A: events from seq 2 on are lost\n" in done.screen
-    assert "recover A accepting the loss of what its neighbours deleted (DR5)? [y/N]:" in done.screen
+    assert (
+        "recover A accepting the loss of what its neighbours deleted (DR5) and of events only it stores or its "
+        "backup holds (DR0, BK3)? [y/N]:"
+    ) in done.screen
     assert REFUSAL + "\n" in done.screen
     assert rc.snapshot() == before
 

@@ -190,7 +190,8 @@ def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothi
             file.write_bytes(b"damaged")
 
     with failpoints.calling("operation.after-lease", tamper) as ran:
-        refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+        # a2 is stored at A only: discarding it needs consent (DR0), given here to reach the copy's check.
+        refused = rc.json("recover", "location", "A", "--from-backup", "latest", "--accept-loss", expect=6)
     assert ran == ["operation.after-lease"]
     assert refused["error"] == {
         "code": "backup-damaged",
@@ -515,3 +516,83 @@ def test_a_drill_on_a_retired_location_is_refused_since_it_can_never_be_recovere
             "hint": "drill an active location: replctl location list",
         }
     assert rc.keys("A") == ["a1"]  # nothing destroyed
+
+
+def backed_up_before_an_own_event(rc: Replctl) -> str:
+    """M↔N replicated at m1, m2 and M backed up; then m3 stored intact at M only (finding 1)."""
+    rc("location", "add", "M")
+    rc("location", "add", "N")
+    rc("topology", "add", "M", "N", "--both")
+    rc.append("M", "m1", "m2")
+    rc("replicate")
+    made = rc.json("backup", "create", "M")["backups"][0]["id"]
+    rc.append("M", "m3")
+    return str(made)
+
+
+def test_restoring_a_healthy_log_over_events_only_it_holds_is_refused_dry_run_and_run(rc: Replctl) -> None:
+    # DR0 via BK2: the restore would drop m3, stored intact at M and nowhere else.
+    made = backed_up_before_an_own_event(rc)
+    before = rc.snapshot()
+    refusal = {
+        "code": "DR0",
+        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M's own events with "
+        "origin times 3..3, which M still stores intact and no other location holds; nothing was changed",
+        "hint": f"replctl recover location M --from-backup {made} --accept-loss",
+    }
+    planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
+    assert planned["error"] == refusal
+    assert rc.json("recover", "location", "M", "--from-backup", "latest", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3")]
+
+
+def test_restoring_with_accept_loss_names_the_discarded_events(rc: Replctl) -> None:
+    made = backed_up_before_an_own_event(rc)
+    planned = rc.json("recover", "location", "M", "--from-backup", made, "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "M", "--from-backup", made, "--accept-loss")
+    for out in (planned, doc):
+        assert (out["discarded"], out["lost"]) == ({"M": [3, 3]}, {"M": [3, 3]})
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2")]
+    assert rc.location("M")["cvv"] == {"M": 2}
+
+
+def lone_backed_up(rc: Replctl) -> str:
+    """K alone (no neighbour with both directions), k1..k5 backed up, then a total loss (finding 2)."""
+    rc("location", "add", "K")
+    rc.append("K", "k1", "k2", "k3", "k4", "k5")
+    made = rc.json("backup", "create", "K")["backups"][0]["id"]
+    rc("drill", "disaster", "K", "--from", "1")
+    return str(made)
+
+
+def test_a_plain_recovery_that_would_lose_what_the_backup_holds_is_refused_with_the_restore_as_hint(
+    rc: Replctl,
+) -> None:
+    # BK3: no source can give k1..k5 back, the backup can; the plain recovery is refused before it acts.
+    made = lone_backed_up(rc)
+    before = rc.snapshot()
+    refusal = {
+        "code": "BK3",
+        "message": f"refused [BK3]: recover location K would lose K: 1..5, which backup {made} holds; "
+        "nothing was changed",
+        "hint": f"replctl recover location K --from-backup {made}",
+    }
+    assert rc.json("recover", "location", "K", "--dry-run", expect=3)["error"] == refusal
+    assert rc.json("recover", "location", "K", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    doc = rc.json("recover", "location", "K", "--from-backup", made)
+    assert (doc["lost"], doc["discarded"], doc["refused"]) == ({}, {}, [])
+    assert [e[2] for e in rc.stored("K")] == ["k1", "k2", "k3", "k4", "k5"]
+
+
+def test_a_plain_recovery_accepting_the_loss_says_what_is_lost_for_good(rc: Replctl) -> None:
+    lone_backed_up(rc)
+    planned = rc.json("recover", "location", "K", "--accept-loss", "--dry-run")
+    out = rc("recover", "location", "K", "--accept-loss")
+    assert out.code == 0
+    assert "K: events K: 1..5 are lost for good" in out.stdout.splitlines()
+    assert planned["lost"] == {"K": [1, 5]}
+    assert rc.stored("K") == []
+    rc.append("K", "k6")
+    assert rc.stored("K") == [("K", 6, "k6")]  # DR1: the clock continues past the lost events

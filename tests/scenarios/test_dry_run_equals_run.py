@@ -179,6 +179,8 @@ def recovery(doc: Doc) -> Doc:
         "survivors_upto": doc.get("survivors_upto"),
         "cvv": doc["cvv"],
         "backup": doc.get("backup"),
+        "discarded": doc["discarded"],
+        "lost": doc["lost"],
     }
 
 
@@ -247,6 +249,12 @@ CASES = {
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery
+    ),
+    "recover location --lost-from --accept-loss (intact own events discarded)": Case(
+        two_way, ("recover", "location", "A", "--lost-from", "2", "--accept-loss"), recovery
+    ),
+    "recover location --from-backup --accept-loss (intact own events discarded)": Case(
+        backed_up_once, ("recover", "location", "A", "--from-backup", "latest", "--accept-loss"), recovery
     ),
     "topology add --history complete": Case(
         three_with_c, ("topology", "add", "A", "C", "--history", "complete"), topology

@@ -36,6 +36,8 @@ def test_a_partial_loss_is_found_recovered_and_new_events_continue_past_the_seqs
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
     # DR1: T is the seq the catalog recorded before the loss, so a2 and a3's seqs and times are never reused.
     assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}
+    # No source holds a2, a3: the recovery says they are lost for good (BK3's shape: origin times).
+    assert (doc["lost"], doc["discarded"]) == ({"A": [2, 3]}, {})
     rc.append("A", "a4")
     events = rc.json("log", "show", "A")["events"]
     assert [(e["seq"], e["key"], e["origin_time"]) for e in events] == [(1, "a1", 1), (4, "a4", 4)]
@@ -185,3 +187,72 @@ def test_a_lost_from_outside_the_log_is_bad_input_and_changes_and_journals_nothi
     assert rc.snapshot() == before
     assert rc.json("ops", "list")["operations"] == journal
     assert rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3")]
+
+
+def never_replicated_own_events(rc: Replctl) -> None:
+    """M↔N; m1, m2 replicated to N; m3, m4 stored intact at M only (finding 1)."""
+    rc("location", "add", "M")
+    rc("location", "add", "N")
+    rc("topology", "add", "M", "N", "--both")
+    rc.append("M", "m1", "m2")
+    rc("replicate")
+    rc.append("M", "m3", "m4")
+
+
+def test_a_declared_loss_over_intact_events_only_the_location_holds_is_refused_dry_run_and_run(
+    rc: Replctl,
+) -> None:
+    # DR0: --lost-from 3 on a healthy log would discard m3, m4, which exist nowhere else: consent first.
+    never_replicated_own_events(rc)
+    before = rc.snapshot()
+    refusal = {
+        "code": "DR0",
+        "message": "refused [DR0]: recover location M --lost-from 3 would discard M's own events with origin "
+        "times 3..4, which M still stores intact and no other location holds; nothing was changed",
+        "hint": "replctl recover location M --lost-from 3 --accept-loss",
+    }
+    planned = rc.json("recover", "location", "M", "--lost-from", "3", "--dry-run", expect=3)
+    assert planned["error"] == refusal
+    ran = rc.json("recover", "location", "M", "--lost-from", "3", expect=3)
+    assert ran["error"] == refusal
+    assert rc.snapshot() == before
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3"), ("M", 4, "m4")]
+
+
+def test_a_declared_loss_with_accept_loss_names_what_it_discards_and_the_log_keeps_the_rest(
+    rc: Replctl,
+) -> None:
+    never_replicated_own_events(rc)
+    planned = rc.json("recover", "location", "M", "--lost-from", "3", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "M", "--lost-from", "3", "--accept-loss")
+    for out in (planned, doc):
+        assert (out["discarded"], out["lost"]) == ({"M": [3, 4]}, {"M": [3, 4]})
+    assert doc["cvv"] == {"M": 2} and doc["refused"] == []
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2")]
+    assert rc.stored("N") == [("M", 1, "m1"), ("M", 2, "m2")]
+    # DR1: the clock never runs in the past; the next own event takes origin time 5, not 3.
+    rc.append("M", "m5")
+    assert rc.stored("M")[-1] == ("M", 5, "m5")
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_declared_loss_of_events_another_location_holds_needs_no_consent_and_loses_nothing(
+    rc: Replctl,
+) -> None:
+    # DR0: m3, m4 reached N, so cutting them at M discards no only copy; N gives them back.
+    never_replicated_own_events(rc)
+    rc("replicate")
+    doc = rc.json("recover", "location", "M", "--lost-from", "3")
+    assert (doc["discarded"], doc["lost"], doc["refused"]) == ({}, {}, [])
+    assert [e[2] for e in rc.stored("M")] == ["m1", "m2", "m3", "m4"]
+
+
+def test_a_recovery_after_a_drill_that_a_neighbour_covers_loses_nothing(rc: Replctl) -> None:
+    never_replicated_own_events(rc)
+    rc("replicate")
+    rc("drill", "disaster", "M", "--from", "1")
+    out = rc("recover", "location", "M")
+    assert out.code == 0 and "lost for good" not in out.stdout
+    doc = rc.json("log", "show", "M")
+    assert [e["key"] for e in doc["events"]] == ["m1", "m2", "m3", "m4"]
+    assert rc.json("recover", "location", "M")["lost"] == {}  # nothing left to do, nothing lost

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -150,6 +151,7 @@ class ReferenceModel:
     def __init__(self) -> None:
         self.locations: dict[str, Location] = {}
         self.connections: dict[tuple[str, str], Connection] = {}
+        self.refused_last: list[str] = []  # the neighbours the last event recovery could not use (DR5)
         self.edges: set[tuple[str, str]] = set()  # H2: every connection ever added
         self.filtered: set[tuple[str, str]] = set()  # H3: every connection ever filtered
         self.pruned: set[str] = set()  # RET2: ids left out of every vt
@@ -592,8 +594,32 @@ class ReferenceModel:
             return DONE  # nothing to recover
         if not lost:
             return self._finish_recovery(loc, loc.seq, accept_loss)
+        if not accept_loss and self._loses_what_a_backup_holds(
+            name, lambda trial: trial.recover(name, stored_before=stored_before, accept_loss=True), None
+        ):
+            return Outcome(3, "BK3")
         last_survivor = max([loc.deleted_upto, *(e.seq for e in loc.events)])
         return self._recover_from(loc, last_survivor, accept_loss, recorded_floor=recorded_floor)
+
+    def _loses_what_a_backup_holds(
+        self, name: str, recovery: Callable[[ReferenceModel], object], restoring: str | None
+    ) -> bool:
+        """BK3: would the recovery (run on a copy, the loss accepted so it runs to its end) leave out of A's
+        CVV before it something no refused neighbour holds and A's newest backup, not the one restored, holds?"""
+        newest = self.latest_backup(name)
+        if newest is None or newest.id == restoring:
+            return False
+        trial = copy.deepcopy(self)
+        before = dict(self.locations[name].cvv)
+        recovery(trial)
+        # What refused neighbours hold: the trial accepted them, and their events come by replication (DR5).
+        reached = vt_join(
+            trial.locations[name].cvv,
+            *(trial.locations[n].cvv for n in trial.refused_last),
+        )
+        return any(
+            t > reached.get(o, 0) and newest.cvv.get(o, 0) > reached.get(o, 0) for o, t in before.items()
+        )
 
     def _recover_from(
         self, loc: Location, last_survivor: int, accept_loss: bool, *, recorded_floor: bool
@@ -665,6 +691,25 @@ class ReferenceModel:
         if backup.location != name:
             return Outcome(3, "BK2")  # a backup of another location is refused
         loc = self.locations[name]
+        last_backed_up = max([backup.deleted_upto, *(e.seq for e in backup.events)])
+        elsewhere = max(
+            [
+                0,
+                *(
+                    x.cvv.get(name, 0)
+                    for x in self.locations.values()
+                    if x.name != name and x.state != RETIRED
+                ),
+            ]
+        )
+        kept = backup.cvv.get(name, 0)
+        cut_own = [e for e in loc.events if e.seq > last_backed_up and e.origin == name]
+        if not accept_loss and any(e.origin_time > max(elsewhere, kept) for e in cut_own):
+            return Outcome(3, "DR0")  # discarding A's only copy of its own stored events needs consent
+        if not accept_loss and self._loses_what_a_backup_holds(
+            name, lambda trial: trial.restore(name, backup_id, accept_loss=True), backup_id
+        ):
+            return Outcome(3, "BK3")
         loc.events = copy.deepcopy(list(backup.events))
         loc.dvv = dict(backup.dvv)
         loc.deleted_upto = backup.deleted_upto
@@ -698,7 +743,8 @@ class ReferenceModel:
             for source, filter_expr in ready:
                 self._pass(source, name, recovery=True, recovery_filter=filter_expr)
                 waiting.remove((source, filter_expr))
-        return sorted(refused + [s for s, _ in waiting])
+        self.refused_last = sorted(refused + [s for s, _ in waiting])
+        return self.refused_last
 
     # ---- §9, on the model itself -----------------------------------------------------------------------
 
