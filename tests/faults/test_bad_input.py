@@ -395,7 +395,7 @@ FIXED_USAGE = [
     ("topology", "show", "--format", "bogus"),
     ("topology", "failover", "B", "--from", "A"),
     ("--spark-conf", "novalue", "status"),
-    ("--output", "yaml", "status"),
+    ("--output", "xml", "status"),  # json, yaml and text are the formats
     ("--db", "notaurl", "status"),
     ("--db", "mysql+nodriver://x/y", "status"),
     ("ops", "show", "no-such-operation"),
