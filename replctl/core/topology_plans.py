@@ -176,7 +176,14 @@ def plan_filter(state: TopologyState, src: str, dst: str, filter: str | None) ->
             hint=f"replctl topology add {src} {dst}" if src in state.roles and dst in state.roles else None,
         )
     if filter is None:
-        changes = tuple(Change(kind=ChangeKind.FILTER_CLEARED, source=s, target=d) for s, d in pairs)
+        # Clearing a connection that has no filter changes nothing, so nothing is recorded (H1 lists changes).
+        changes = tuple(
+            Change(kind=ChangeKind.FILTER_CLEARED, source=s, target=d)
+            for s, d in pairs
+            if state.current[(s, d)] is not None
+        )
+        if not changes:
+            return Decision()
         after = state.apply(changes)
         violations = identical_filter_violations(after, contract(after))
         return Decision(violations=tuple(violations)) if violations else Decision(changes=changes)

@@ -8,6 +8,7 @@ from topology_net import Net, codes
 from replctl.core.model import Change, ChangeKind, Role
 from replctl.core.topology import fold
 from replctl.core.topology_plans import (
+    Decision,
     plan_connection_add,
     plan_connection_remove,
     plan_filter,
@@ -129,6 +130,17 @@ def test_clearing_a_filter_is_never_refused_by_f1() -> None:
     net = Net("ABC")
     net.connect("A", "B", filter=F)
     assert plan_filter(net.state, "A", "B", None).ok
+
+
+def test_clearing_a_filter_never_set_records_no_change() -> None:
+    net = Net("ABC")
+    net.connect("A", "B", filter=F)
+    net.connect("B", "C")
+    assert plan_filter(net.state, "B", "C", None) == Decision()
+    # Of a group of connections, only those with a filter record its clearing.
+    assert plan_filter(net.state, "A", "B", None).changes == (
+        Change(kind=ChangeKind.FILTER_CLEARED, source="A", target="B"),
+    )
 
 
 def test_bidirectional_pair_is_no_cycle_h4() -> None:
