@@ -3,8 +3,9 @@ tests/cli/golden/, so a change of layout (a cut name, a wrapped title, a Python 
 
 Only what truly varies between runs is replaced before the comparison, each by an explicit substitution below
 (timestamps, operation and backup ids, segment file names); the replacement keeps the width of what it
-replaces, so a table's layout is compared as drawn. Commands that print the test's temporary paths
-(`config show`, `init`) are left out: their width would depend on the path.
+replaces, so a table's layout is compared as drawn. The story lives in a folder whose path has the same length
+on every run (`/tmp/replctl-golden-` and 8 random characters), so the commands that print it (`config show`,
+`engine status`) are compared with the path replaced by a placeholder of that length.
 
 Regenerate after an intended change, then review the diff:
     REPLCTL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -p no:cacheprovider tests/cli/test_golden_outputs.py
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +29,7 @@ GOLDEN = Path(__file__).parent / "golden"
 WIDTHS = (80, 200)
 
 # Each: what varies between runs, and the fixed text of the same width that stands for it.
-SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
+SUBSTITUTIONS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     # operation ids (UUID 4)
     (
         re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
@@ -39,9 +43,30 @@ SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<=│ )[0-9a-f]{8}(?= │)"), "<op-id>."),
     # segment files: seg-SEQ-hex8 (the hex is random per write)
     (re.compile(r"(?<=seg-\d{19}-)[0-9a-f]{8}\b"), "hhhhhhhh"),
+    # the same, cut by a narrow table: the digits kept before the ellipsis
+    (re.compile(r"(?<=seg-\d{19}-)[0-9a-f]{1,7}(?=…)"), lambda m: "h" * len(m.group())),
+    # timestamps with microseconds and an offset (`backup show`'s created_at)
+    (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00"), "YYYY-MM-DDThh:mm:ss.ffffff+00:00"),
+    # a segment's bytes and digest on a `backup show` row, for the same reason as a backup's bytes below
+    (
+        re.compile(r"(?m)^(│ \S+/seg-\S+ +│ \S+ +│ \d+ +│ )\d{4}( +│ )[0-9a-f]{16}( │)$"),
+        r"\1nnnn\2dddddddddddddddd\3",
+    ),
+    # the host that ran an operation (`ops show`: "by USER@HOST at"); prose, so the width does not matter
+    (re.compile(r"(?<=^by operator@)\S+(?= at )", re.M), "<host>"),
+    # the Java runtime of the machine (`version`); prose as well
+    (re.compile(r"(?m)^java: .*$"), "java: <java version>"),
     # a backup's bytes, last on its `backup list` row: Parquet's compression of the events varies by a few bytes
     (re.compile(r"(?m)^(\S+-yyyymmddThhmmssZ-hhhhhh .*)\b\d{4}\b( *)$"), r"\1nnnn\2"),
 ]
+
+# Stand-ins in COMMANDS for ids the story makes, looked up before the command runs (see `resolve`): the
+# incomplete deletion of A (an operation with a plan and steps) and the one backup, of B.
+OP_ID = "<op-id>"
+BACKUP_ID = "<backup-id>"
+
+# The story's folder as the golden files show it: as long as the real one (see `story`).
+ROOT_STANDIN = "<story>".ljust(len("/tmp/replctl-golden-") + 8, ".")
 
 # The commands compared, by golden file name; the story (below) gives them something to show.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -58,6 +83,25 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "recover-dry-run": ("recover", "location", "C", "--dry-run"),
     "backup-list": ("backup", "list"),
     "ops-list": ("ops", "list", "--limit", "5"),
+    "version": ("version",),
+    "config-show": ("config", "show"),
+    "topology-add-dry-run": ("topology", "add", "B", "C", "--dry-run"),
+    "topology-remove-dry-run": ("topology", "remove", "A", "C", "--dry-run"),
+    "topology-filter-dry-run": ("topology", "filter", "A", "C", "--set", "key = 'a2'", "--dry-run"),
+    "topology-group-dry-run": ("topology", "group", "G", "B", "C", "--dry-run"),
+    "location-retire-dry-run": ("location", "retire", "C", "--dry-run"),
+    "log-verify": ("log", "verify"),
+    "log-compact-dry-run": ("log", "compact", "A", "--dry-run"),
+    "ops-show": ("ops", "show", OP_ID),
+    "backup-show": ("backup", "show", BACKUP_ID),
+    "backup-verify": ("backup", "verify"),
+    "backup-prune-dry-run": ("backup", "prune", "--keep-last", "1", "--dry-run"),
+    "delete-logical-dry-run": ("delete", "B", "--upto", "2", "--logical", "--dry-run"),
+    "delete-guarded-dry-run": ("delete", "B", "--upto", "3", "--require-recoverable", "--dry-run"),
+    "recover-from-backup-dry-run": ("recover", "location", "B", "--from-backup", "latest", "--dry-run"),
+    "recover-from-backup-none-dry-run": ("recover", "location", "C", "--from-backup", "latest", "--dry-run"),
+    "engine-status": ("engine", "status"),
+    "db-current": ("db", "current"),
 }
 
 
@@ -69,9 +113,17 @@ def normalise(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def story() -> Iterator[Path]:
     """A, B, C; A↔B, A→C filtered; events replicated, one deletion of A left pending, a backup of B, C lost."""
-    root = tmp_path_factory.mktemp("golden")
+    # Not tmp_path: its length varies (user name, run number) and `config show` wraps long paths differently.
+    root = Path(tempfile.mkdtemp(prefix="replctl-golden-", dir="/tmp"))
+    assert len(str(root)) == len(ROOT_STANDIN), root
+    yield from _told(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _told(root: Path) -> Iterator[Path]:
+    """The story played on `root`, then `root`."""
     rc = at_width(root, 200)
     rc("init")
     for name in ("A", "B", "C"):
@@ -86,7 +138,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rc("delete", "B", "--upto", "1", "--logical", "--yes")
     rc("backup", "create", "B")
     rc("drill", "disaster", "C", "--from", "1", "--yes")
-    return root
+    yield root
 
 
 def at_width(root: Path, columns: int) -> Replctl:
@@ -97,14 +149,31 @@ def at_width(root: Path, columns: int) -> Replctl:
     return rc
 
 
+def resolve(rc: Replctl, args: tuple[str, ...]) -> list[str]:
+    """`args` with the stand-ins OP_ID and BACKUP_ID replaced by the ids the story made."""
+    resolved = list(args)
+    if OP_ID in args:
+        ops = rc.json("ops", "list")["operations"]
+        op = next(o for o in ops if o["command"] == "delete" and o["outcome"] == "incomplete")
+        resolved[args.index(OP_ID)] = op["id"]
+    if BACKUP_ID in args:
+        resolved[args.index(BACKUP_ID)] = rc.json("backup", "list")["backups"][0]["id"]
+    return resolved
+
+
 @pytest.mark.parametrize("columns", WIDTHS)
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_text_output_matches_its_golden_file(story: Path, name: str, columns: int) -> None:
-    out = at_width(story, columns)(*COMMANDS[name], expect=None)
-    text = f"$ replctl {' '.join(COMMANDS[name])}\n# exit {out.code}\n{out.stdout}"
+    rc = at_width(story, columns)
+    if COMMANDS[name][0] == "engine":
+        # An engine home of the story's own: the engine is down there, whatever runs beside this test.
+        rc.env["REPLCTL_HOME"] = str(story / "engine-home")
+    out = rc(*resolve(rc, COMMANDS[name]), expect=None)
+    shown = " ".join(f'"{arg}"' if " " in arg else arg for arg in COMMANDS[name])  # as an operator types it
+    text = f"$ replctl {shown}\n# exit {out.code}\n{out.stdout}"
     if out.stderr:
         text += f"# stderr\n{out.stderr}"
-    text = normalise(text)
+    text = normalise(text.replace(str(story), ROOT_STANDIN))
     golden = GOLDEN / f"{name}.{columns}.txt"
     if os.environ.get("REPLCTL_UPDATE_GOLDEN") == "1":
         golden.parent.mkdir(exist_ok=True)
@@ -128,3 +197,13 @@ def test_the_substitutions_keep_the_width_of_what_they_replace() -> None:
         "x <operation-id>...................... B-yyyymmddThhmmssZ-hhhhhh seg-0000000000000000004-hhhhhhhh y "
         "YYYY-MM-DDThh:mm:ssZ"
     )
+
+
+def test_the_substitutions_for_backup_show_keep_the_width_of_what_they_replace() -> None:
+    created = "created_at: 2026-11-23T18:42:02.359570+00:00"
+    row = "│ B/seg-0000000000000000001-b2d881… │ 1..1 │ 1      │ 2784  │ e468f543e46d05b9 │"
+    assert normalise(created) == "created_at: YYYY-MM-DDThh:mm:ss.ffffff+00:00"
+    assert (
+        normalise(row) == "│ B/seg-0000000000000000001-hhhhhh… │ 1..1 │ 1      │ nnnn  │ dddddddddddddddd │"
+    )
+    assert len(normalise(row)) == len(row)
