@@ -9,8 +9,8 @@ from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import cell, fitted_table, render_unrecoverable
+from replctl.cli.output import emit_json, stdout, timestamp_text
+from replctl.cli.render import cell, fitted_table, render_unrecoverable, value_text, vector_text
 from replctl.errors import EnvironmentFailure
 
 app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
@@ -139,7 +139,15 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
             "dvv",
             "replctl_version",
         ):
-            console.print(f"{key}: {m[key]}", markup=False)
+            # The one text style (issue 18): vectors as {A:2}, times RFC 3339 Z, nothing as `-`.
+            value = m[key]
+            if key in ("cvv", "dvv"):
+                text = vector_text(value)
+            elif key == "created_at":
+                text = timestamp_text(value)
+            else:
+                text = value_text(value)
+            console.print(f"{key}: {text}", markup=False)
         table = Table("segment", "seq", "events", "bytes", "digest")
         for s in m["segments"]:
             table.add_row(
