@@ -130,9 +130,13 @@ NUMBERED = [
     (("log", "show", "A", "--from", "{v}"), 0, 0),
     (("log", "show", "A", "--limit", "{v}"), 1, 0),
     (("drill", "disaster", "A", "--dry-run", "--from", "{v}"), 1, 0),
-    (("recover", "location", "A", "--dry-run", "--lost-from", "{v}"), 1, 0),
     (("log", "append", "H", "--generate", "{v}"), 1, 3),
     (("ops", "list", "--limit", "{v}"), 1, 0),
+]
+# Options whose range depends on the catalog: `--lost-from` takes 1..A.seq only (DR0; A's log here is empty, so
+# every number is out of range, tested with its exact refusal in tests/scenarios/test_recovery_stories.py).
+BOUNDED = [
+    (("recover", "location", "A", "--dry-run", "--lost-from", "{v}"), 1, 2),
 ]
 # Spellings that are no number in any reading: no digit at all, or digits in a form no integer is written in.
 NOT_NUMBERS = st.one_of(
@@ -159,7 +163,7 @@ def test_a_number_in_range_is_taken_and_one_out_of_range_exits_2_changing_nothin
 
 
 @EXAMPLES
-@given(value=NOT_NUMBERS, numbered=st.sampled_from(NUMBERED))
+@given(value=NOT_NUMBERS, numbered=st.sampled_from(NUMBERED + BOUNDED))
 def test_what_is_not_a_number_exits_2_changing_nothing(
     world: World, value: str, numbered: tuple[tuple[str, ...], int, int]
 ) -> None:
