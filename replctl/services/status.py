@@ -8,17 +8,22 @@ from typing import Any
 from replctl.core.backups import Manifest, recoverability_all
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.topology_rules import validate as validate_state
+from replctl.core.vectortime import VectorTime
 from replctl.services.ports import Catalog, LogStore
 
 
-def _lag(segments: list[Segment], progress: int) -> int:
+def _lag(segments: list[Segment], progress: int, held: VectorTime | None = None) -> int:
     """Events stored at the source past the target's progress (from segment counts, no scan).
 
     A segment that the progress cuts through counts with the part above the cut estimated from its seq range;
-    exact whenever progress sits on a segment boundary, which it does unless a pass blocked mid-segment.
+    exact whenever progress sits on a segment boundary, which it does unless a pass blocked mid-segment. A
+    segment whose LUB the target's CVV (`held`) covers is no lag: the pass skips all of it as held already (CF1),
+    as it does with the events a recovery got back from that very target.
     """
     lag = 0
     for seg in segments:
+        if held is not None and seg.vt_lub <= held:
+            continue
         if seg.seq_lo > progress:
             lag += seg.count
         elif seg.seq_hi > progress:
@@ -49,6 +54,7 @@ def status(
     recoverable = recoverability_all(
         state, locations, connections, manifests or (), lambda x: x.state is LocationState.ACTIVE
     )
+    cvvs = {loc.name: loc.cvv for loc in locations}
     views = []
     for loc in locations:
         view = location_json(
@@ -73,7 +79,7 @@ def status(
                 "ever_filtered": c.ever_filtered,
                 "history": c.history.value,
                 "progress": c.progress,
-                "lag": _lag(segments.get(c.source, []), c.progress) if c.current else 0,
+                "lag": _lag(segments.get(c.source, []), c.progress, cvvs.get(c.target)) if c.current else 0,
                 "reason": c.reason,
             }
             for c in connections

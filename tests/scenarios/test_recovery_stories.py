@@ -256,3 +256,23 @@ def test_a_recovery_after_a_drill_that_a_neighbour_covers_loses_nothing(rc: Repl
     doc = rc.json("log", "show", "M")
     assert [e["key"] for e in doc["events"]] == ["m1", "m2", "m3", "m4"]
     assert rc.json("recover", "location", "M")["lost"] == {}  # nothing left to do, nothing lost
+
+
+def test_after_a_recovery_status_shows_no_lag_for_events_the_neighbour_already_holds(rc: Replctl) -> None:
+    """Issue 18: the events A got back from B are held by B (CF1 skips them), so A→B has no lag to show; before,
+    `status` showed them as lag that the next `replicate` cleared without reading an event."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "2")
+    rc("recover", "location", "A")
+    assert rc.keys("A") == ["a1", "a2", "a3", "a4"]
+    lags = {(c["source"], c["target"]): c["lag"] for c in rc.json("status")["connections"]}
+    assert lags == {("A", "B"): 0, ("B", "A"): 0}
+    [ran] = [p for p in rc.json("replicate")["passes"] if (p["source"], p["target"]) == ("A", "B")]
+    assert ran["written"] == 0
+    rc.append("A", "a5")
+    lags = {(c["source"], c["target"]): c["lag"] for c in rc.json("status")["connections"]}
+    assert lags == {("A", "B"): 1, ("B", "A"): 0}
