@@ -14,6 +14,9 @@ from replctl.cli.render import cell, fields_text, value_text
 
 app = typer.Typer(help="The operation journal.", no_args_is_help=True)
 
+# The arguments `replctl apply` adds to the operation it runs; `ops show` names them in a sentence of their own.
+_APPLIED_ARGS = frozenset({"plan_file", "plan_sha256", "plan_catalog_version"})
+
 
 def operation_json(op: Any, *, steps: bool = False) -> dict[str, Any]:
     """One journal entry."""
@@ -83,6 +86,9 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
             ),
             markup=False,
         )
+        args = {k: v for k, v in op.args.items() if k not in _APPLIED_ARGS}
+        if args:
+            console.print(printable(f"args: {fields_text(args)}"), markup=False)
         if op.args.get("plan_file"):  # run by `replctl apply` (services.plans.AppliedPlan.journal_args)
             console.print(
                 f"applied from the plan {op.args['plan_file']} (sha256 {op.args.get('plan_sha256')}, "
