@@ -29,6 +29,7 @@ from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services import topology
+from replctl.services.damage import refuse_damaged
 from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
@@ -65,7 +66,8 @@ def retire(
     would_retire = topology.retire_location(catalog, name, reason=reason, dry_run=True)
     with catalog.transaction(readonly=True) as tx:
         plan = _plan(tx, name, retiring=True)
-    _refuse_unless_ok(plan)
+        _refuse_unless_ok(plan)
+        _refuse_damaged_logs(tx, engine, plan)
     if dry_run:
         return RetirementOutcome(would_retire, _report(plan))
     retired = topology.retire_location(catalog, name, reason=reason)
@@ -89,7 +91,8 @@ def prune(
     def body(ctx: OperationContext) -> dict[str, Any]:
         with ctx.transaction() as tx:
             plan = _plan(tx, name, retiring=False)
-        _refuse_unless_ok(plan)
+            _refuse_unless_ok(plan)
+            _refuse_damaged_logs(tx, engine, plan)
         if ctx.dry_run:
             return _report(plan, ctx)
         ctx.set_plan(
@@ -145,6 +148,14 @@ def _refuse_unless_ok(plan: PrunePlan) -> None:
     raise Refused(
         f"refused [{first.code}]: {first.message}", code=first.code, hint=first.hint, details=first.details
     )
+
+
+def _refuse_damaged_logs(tx: CatalogTransaction, engine: DataPlane, plan: PrunePlan) -> None:
+    """Exit 4 (DR0) before anything is recorded when a log the pruning would rewrite is damaged: the rewrite
+    would read it, and a dry run must refuse as the run does instead of listing segments that are not there."""
+    for log in plan.logs:
+        if log.rewrite:
+            refuse_damaged(engine.store, log.location, tx.segments(log.location))
 
 
 def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, Any]:

@@ -92,3 +92,33 @@ def test_an_incomplete_recovery_leaves_the_location_recovering_with_the_same_ref
     assert rc.location("A")["state"] == "active"
     rc.append("A", "a4")
     assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [(4, "a4")]
+
+
+def test_pruning_a_retired_clock_refuses_a_damaged_log_in_the_dry_run_as_in_the_run(rc: Replctl) -> None:
+    # The dry run listed B's missing segments as "to rewrite" and exited 0; the run then retired C, read B,
+    # and refused with exit 4, half done.
+    for name in ("A", "B", "C"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "C", "--both")
+    rc.append("A", "a1")
+    rc.append("C", "c1")
+    rc("replicate")
+    rc("drill", "disaster", "B", "--from", "1")
+    rc("topology", "remove", "B", "C")
+    rc("topology", "remove", "C", "B")
+    before = rc.snapshot()
+    for dry in (["--dry-run"], []):
+        refused = rc.json("location", "retire", "C", "--prune-clock", *dry, expect=4)
+        assert refused["error"]["code"] == "damaged"
+        assert refused["error"]["message"].startswith(
+            "B's log is damaged: 2 catalogued segment(s) from seq 1 on"
+        )
+        assert refused["error"]["hint"] == "replctl recover location B"
+        assert rc.snapshot() == before
+    assert rc.location("C")["state"] == "active"  # RET1 and the census come before anything is recorded
+    rc("recover", "location", "B")
+    rc("location", "retire", "C", "--prune-clock")
+    assert rc.location("C")["state"] == "retired"
+    assert rc.keys("B") == ["a1", "c1"]
+    assert all("C" not in event["vt"] for event in rc.json("log", "show", "B")["events"])
