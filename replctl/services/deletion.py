@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl.core import deletion as plan
-from replctl.core.model import Location, Segment
+from replctl.core.model import Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
@@ -329,7 +329,14 @@ def retry_pending(
     the retry is decided only by running (`decided: false`, `depends_on`), as a pass reports `depends`.
     """
     with ctx.transaction() as tx:
-        pending = [p for p in tx.pending_deletions() if only is None or p.location in only]
+        # DR0: a recovering location's deletion waits for the recovery's end, as every write to it does; the
+        # replication run that retries the others is not refused for it.
+        recovering = {loc.name for loc in tx.locations() if loc.state is LocationState.RECOVERING}
+        pending = [
+            p
+            for p in tx.pending_deletions()
+            if (only is None or p.location in only) and p.location not in recovering
+        ]
     if outlook is None:
         return [
             delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending

@@ -122,3 +122,32 @@ def test_pruning_a_retired_clock_refuses_a_damaged_log_in_the_dry_run_as_in_the_
     assert rc.location("C")["state"] == "retired"
     assert rc.keys("B") == ["a1", "c1"]
     assert all("C" not in event["vt"] for event in rc.json("log", "show", "B")["events"])
+
+
+def test_a_recovering_locations_pending_deletion_waits_and_replication_of_the_rest_goes_on(
+    rc: Replctl,
+) -> None:
+    # DEL4's retry after a full replicate refused the whole run (exit 4, `recovering`) when the recovering
+    # location had a pending deletion; the deletion waits for the recovery's end, as every write to it (DR0).
+    for name in ("A", "B", "C", "D"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C")
+    rc("topology", "add", "D", "C")
+    rc.append("A", "a1", "a2")
+    rc("replicate", "A", "B")
+    pending = rc.json("delete", "A", "--upto", "2", expect=5)  # C has not received a1, a2 (DEL3)
+    assert pending["pending_upto"] == 2
+    rc("replicate", "B", "A")
+    rc("delete", "B", "--upto", "2")  # B's reader A holds them
+    rc("drill", "disaster", "A", "--from", "1")
+    rc("recover", "location", "A", expect=5)  # B fails DR4: it deleted what A lost
+    assert rc.location("A")["state"] == "recovering"
+    rc.append("D", "d1")
+    run = rc.json("replicate")
+    assert ("D", "C", "copied") in [(p["source"], p["target"], p["action"]) for p in run["passes"]]
+    assert run["deletions"] == []
+    assert rc.keys("C") == ["d1"]
+    assert [(p["location"], p["requested_upto"]) for p in rc.json("status")["pending_deletions"]] == [
+        ("A", 2)
+    ]
