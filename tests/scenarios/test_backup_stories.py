@@ -619,3 +619,24 @@ def test_a_plain_recovery_accepting_the_loss_says_what_is_lost_for_good(rc: Repl
     assert rc.stored("K") == []
     rc.append("K", "k6")
     assert rc.stored("K") == [("K", 6, "k6")]  # DR1: the clock continues past the lost events
+
+
+def test_a_location_added_with_history_current_is_recoverable_when_a_loss_gets_back_all_it_holds_bk3(
+    rc: Replctl,
+) -> None:
+    # ADD3 `current`: C never holds a1, a2 (A deleted them before C joined; C's baseline says so). A total
+    # loss of C starts from that baseline (DR1) and gets a3 back from A: nothing C ought to hold is lost.
+    two_locations(rc)
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "A", "--upto", "2")
+    rc("location", "add", "C")
+    rc("topology", "add", "A", "C", "--both", "--history", "current")
+    rc("replicate")
+    assert rc.keys("C") == ["a3"]
+    assert rc.location("C")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    # What status promises, the recovery keeps: C loses everything and gets a3 back, nothing lost.
+    rc("drill", "disaster", "C", "--from", "1")
+    doc = rc.json("recover", "location", "C")
+    assert (doc["refused"], doc["lost"]) == ([], {})
+    assert rc.keys("C") == ["a3"]
