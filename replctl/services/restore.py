@@ -28,7 +28,7 @@ from replctl.services import loss
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import Catalog
-from replctl.services.recovery import finish_recovery
+from replctl.services.recovery import before_loss, before_loss_detail, finish_recovery
 from replctl.services.topology import load_state
 
 
@@ -84,6 +84,8 @@ def _restore(
         loc = get_location(tx, name)
         present = tx.segments(name)
         clk = clocks(tx.locations())
+    # A restore resumed after a kill measures what is lost against A before the loss, as any recovery.
+    seq_before, cvv_before = before_loss(ctx, loc)
     # RET2: ids pruned since the backup was taken never come back; its copies lose them as the live log did.
     prune_ids = sorted(z for z in clk.pruned if any(z in s.vt_lub for s in manifest.segments))
     doc: dict[str, Any] = {
@@ -92,7 +94,7 @@ def _restore(
         # Everything after the backup is lost from A's own log; it comes back only through event recovery.
         "lost_from": manifest.last_seq + 1,
         "dry_run": ctx.dry_run,
-        "clock": {"before": loc.seq, "after": loc.seq},
+        "clock": {"before": seq_before, "after": seq_before},
         "progress_resets": [],
         "rounds": [],
         "refused": [],
@@ -147,13 +149,22 @@ def _restore(
             for z in prune_ids:
                 restored = parked_location(restored, z, stored)
             tx.put_location(restored)
-            ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
+            ctx.step(
+                tx,
+                "restore",
+                {
+                    "backup": manifest.id,
+                    "cvv": clock.cvv.to_dict(),
+                    "floor": clock.floor,
+                    **before_loss_detail(seq_before, cvv_before),
+                },
+            )
     if ctx.dry_run:
-        return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
+        return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
 
 
 def _consent(
