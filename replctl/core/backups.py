@@ -246,9 +246,9 @@ def recoverability(
     locations: Mapping[str, Location],
     backup: Manifest | None,
 ) -> Recoverability:
-    """BK3: from V0 = CVV of the newest backup, DR4's rounds on paper over A's eligible sources (DR3) with their
-    current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered terminal source makes the
-    answer depend on event contents: `unknown`, never a guess."""
+    """BK3: from V0 = CVV of the newest backup ⊔ A's baseline, DR4's rounds on paper over A's eligible
+    sources (DR3) with their current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered
+    terminal source makes the answer depend on event contents: `unknown`, never a guess."""
     name = location.name
     sources, _ = dr.eligible_sources(state, name, connections, _keep_filter)
     backup_id_ = backup.id if backup else None
@@ -258,7 +258,10 @@ def recoverability(
         sources,
         {n: loc.dvv for n, loc in locations.items()},
         {n: loc.cvv for n, loc in locations.items()},
-        backup.cvv if backup else EMPTY,
+        # A loss keeps the baseline (permanent knowledge, e.g. ADD3 `current`'s history not held by design):
+        # the recovery starts from it too (DR1), so it is part of V0; without it a source whose DVV the
+        # baseline covers would fail DR4 on paper only.
+        (backup.cvv if backup else EMPTY) | location.baseline,
         name,
     ).vector
     if location.cvv <= vector:

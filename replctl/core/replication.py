@@ -46,11 +46,13 @@ def plan_pass(
     recovery: bool = False,
     target_empty: bool = False,
     admission: bool = False,
+    first_stored: Mapping[str, int] | None = None,
 ) -> PassPlan:
     """Decide one pass X→Y from the catalog snapshot.
 
     A recovery pass (DR4) has had its condition checked by the recovery planner, which is ADD1's own condition
-    (DVV-N ≤ CVV-A); it runs over a blocked or pending connection and leaves it active.
+    (DVV-N ≤ CVV-A); it runs over a blocked or pending connection and leaves it active. `first_stored`
+    (per origin of DVV-X, the smallest origin time X stores) lets the file copy be taken (`copies_exactly`).
     """
     if recovery:
         return _read_plan(target, conn, segments, activate=conn.state is not ConnectionState.ACTIVE)
@@ -66,7 +68,7 @@ def plan_pass(
         if not verdict.may_start:
             return PassPlan(PassAction.WAIT, False, (), conn.progress, verdict.reason)
         activate = True
-    if target_empty and not admission and copies_exactly(source, target, conn):
+    if target_empty and not admission and copies_exactly(source, target, conn, first_stored):
         fresh = tuple(s for s in segments if s.seq_hi > conn.progress)
         if fresh:
             return PassPlan(PassAction.COPY, activate, fresh, max(s.seq_hi for s in fresh))
@@ -95,15 +97,25 @@ def admission_refuses(vt: Mapping[str, int], projection: Iterable[str], target_c
     return not VectorTime(vt).project(projection) <= target_cvv
 
 
-def copies_exactly(source: Location, target: Location, conn: Connection) -> bool:
+def copies_exactly(
+    source: Location, target: Location, conn: Connection, first_stored: Mapping[str, int] | None
+) -> bool:
     """Fast bootstrap: an ordinary first pass into an empty Y would write X's stored log unchanged.
 
-    It holds when the connection is unfiltered and nothing was examined yet, and CVV-Y equals DVV-X (an empty
-    log that joined with `complete` history from a source that deleted nothing, or with `current` history):
-    no stored event of X is ≤ DVV-X (a stored event under a deleted one would precede it, EM3, and be deleted
-    too), so CF1 skips none, and seq' = 0 + (seq − 0) keeps every seq. Copying the files is then the same pass.
+    It holds when the connection is unfiltered and nothing was examined yet, CVV-Y equals DVV-X (an empty
+    log that joined with `complete` history from a source that deleted nothing, or with `current` history),
+    and DVV-X covers no stored event of X, so CF1 skips none and seq' = 0 + (seq − 0) keeps every seq:
+    copying the files is then the same pass. A DVV made of deleted events alone covers no stored one (a
+    stored event under a deleted one would precede it, EM3, and be deleted too), but an accepted loss (DR5)
+    merges a neighbour's DVV, which may cover events X still stores. So it is asked through the identities
+    (RET4): `first_stored` is, per origin, the smallest origin time X stores (events of one origin are a
+    causal chain, stored in order); None, not read, takes no copy.
     """
-    return conn.filter is None and conn.progress == 0 and target.seq == 0 and target.cvv == source.dvv
+    if not (conn.filter is None and conn.progress == 0 and target.seq == 0 and target.cvv == source.dvv):
+        return False
+    if first_stored is None:
+        return False
+    return all(first_stored.get(origin, time + 1) > time for origin, time in source.dvv.items())
 
 
 def _read_plan(target: Location, conn: Connection, segments: list[Segment], *, activate: bool) -> PassPlan:

@@ -318,10 +318,27 @@ def _group_hint(state: TopologyState, view: ContractedView, nodes: list[Node] | 
     inside = set(names)
     if any(x in inside and y in inside for x, y in state.ever_filtered):
         return None
-    return (
+    hint = (
         "if " + ", ".join(names) + " are redundant replicas, declare them as a group first "
         f"(RFC1): replctl topology group NAME {' '.join(names)}"
     )
+    # The group alone may lead into RFC2: connections between the first node and the group that cross the
+    # contracted bridge in one direction with different filters. Filtering through the group's name
+    # changes every such connection in one step, so the hint names that command too.
+    first = _command_name(view, nodes[0])
+    members = {name for name, node in view.node_of.items() if node == nodes[0]}
+
+    def side(location: str) -> str | None:
+        return first if location in members else "NAME" if location in inside else None
+
+    filters: dict[tuple[str | None, str | None], set[str | None]] = defaultdict(set)
+    for (src, dst), expression in state.current.items():
+        if {side(src), side(dst)} == {first, "NAME"}:
+            filters[(side(src), side(dst))].add(expression)
+    sides = sorted((str(a), str(b)) for (a, b), seen in filters.items() if len(seen) > 1)
+    for src, dst in sides:
+        hint += f", then: replctl topology filter {src} {dst} --set EXPR (RFC2: every connection alike)"
+    return hint
 
 
 def _command_name(view: ContractedView, node: Node) -> str:

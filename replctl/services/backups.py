@@ -287,16 +287,20 @@ def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
 
 
 def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
-    """A backup by id, or `latest` of `location`; an unknown one exits 6 (the backup store lacks it)."""
+    """A backup by id, or `latest` of `location`; an unknown id exits 6 (the backup store lacks it), `latest`
+    of a location the store holds no backup of is refused (exit 3, BK2)."""
     if ref == "latest":
         if location is None:
             raise InvalidInput("`latest` needs a location", code="usage")
         found = bk.newest(backups.manifests(), location)
         if found is None:
-            raise EnvironmentFailure(
-                f"the backup store holds no backup of {location}",
-                code="backup-missing",
-                hint=f"replctl backup list {location}",
+            # Not an environment failure: the store answered, and it holds no backup of this location. BK2
+            # restores from a backup of A only, as it refuses another location's; plain event recovery from
+            # A's neighbours (DR3-DR5) needs none.
+            raise Refused(
+                f"refused [BK2]: the backup store holds no backup of {location}; nothing was changed",
+                code="BK2",
+                hint=f"replctl recover location {location}",
             )
         return found
     manifest = backups.manifest(ref)

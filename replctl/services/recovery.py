@@ -19,6 +19,7 @@ from typing import Any
 
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
+from replctl.core.journal import Outcome
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
@@ -128,6 +129,33 @@ def recover(
     )
 
 
+BEFORE_STEPS = ("metadata", "restore")  # the steps that make A recovering, with A's clock before the loss
+
+
+def before_loss_detail(seq: int, cvv: VectorTime) -> dict[str, Any]:
+    """The journal detail of A's clock and CVV before the loss, for the step that makes A recovering."""
+    return {"seq_before": seq, "cvv_before": cvv.to_dict()}
+
+
+def before_loss(ctx: OperationContext, loc: Location) -> tuple[int, VectorTime]:
+    """A's seq and CVV before the loss: the catalog's, unless A is recovering after a run that was killed
+    or failed once it had recomputed them (DR1); then the ones that run journalled (walking back over runs
+    that died before that step). A run that ended, complete or incomplete, reported its own loss."""
+    if loc.state is not LocationState.RECOVERING:
+        return loc.seq, loc.cvv
+    with ctx.transaction() as tx:
+        runs = tx.find_operations("recover location", {"location": loc.name})
+    for op in runs:
+        if op.id == ctx.id:
+            continue
+        if op.outcome in (Outcome.SUCCEEDED, Outcome.INCOMPLETE):
+            break
+        for step in op.steps:
+            if step.name in BEFORE_STEPS and "cvv_before" in step.detail:
+                return int(step.detail["seq_before"]), VectorTime(step.detail["cvv_before"])
+    return loc.seq, loc.cvv
+
+
 def _check_lost_from(loc: Location, lost_from: int) -> None:
     """DR0: a declared loss starts at a seq A assigned, 1..A.seq; anything else is a typo that must change
     nothing (finding 7: `--lost-from 999` on a log at seq 19 ran a whole recovery). Checked before the
@@ -159,7 +187,9 @@ def _recover(
         loc = get_location(tx, name)
         segments = tx.segments(name)
     first_lost, found = _find_loss(engine, segments, declared)
-    clock_before, cvv_before = loc.seq, loc.cvv  # what the recovery reports lost is measured against these
+    # What the recovery reports lost is measured against these: A's clock and CVV before the loss, which a
+    # resumed run reads from the run it resumes (A's CVV was already recomputed from the survivors).
+    clock_before, cvv_before = before_loss(ctx, loc)
     doc: dict[str, Any] = {
         "location": name,
         "lost_from": first_lost,
@@ -185,7 +215,9 @@ def _recover(
             accept_loss=accept_loss,
         )
         hit("recover.after-census")  # the loss is known, A not yet marked recovering: a re-run finds it again
-        loc = _recover_metadata(ctx, engine, loc, segments=segments, first_lost=first_lost, doc=doc)
+        loc = _recover_metadata(
+            ctx, engine, loc, segments=segments, first_lost=first_lost, doc=doc, before=cvv_before
+        )
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
@@ -300,6 +332,7 @@ def _recover_metadata(
     segments: list[Segment],
     first_lost: int,
     doc: dict[str, Any],
+    before: VectorTime,
 ) -> Location:
     """DR1 and DR2 in one transaction: survivors, CVV, numbering from the last survivor, progress resets."""
     split = dr.split_segments(segments, first_lost)
@@ -362,6 +395,7 @@ def _recover_metadata(
                 "survivors_upto": last_survivor,
                 "cvv": clock.cvv.to_dict(),
                 "floor": clock.floor,
+                **before_loss_detail(doc["clock"]["before"], before),
             },
         )
     hit("recover.after-metadata")

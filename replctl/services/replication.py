@@ -202,6 +202,7 @@ def _run_pass(
         reason = f"waits: {damaged}'s log is damaged (DR0); run: replctl recover location {damaged}"
         plan = PassPlan(PassAction.WAIT, False, (), conn.progress, reason)
     else:
+        target_empty = not recovery and not target_segments and engine.store.is_local
         plan = plan_pass(
             source,
             target,
@@ -209,7 +210,8 @@ def _run_pass(
             segments,
             recovery=recovery,
             admission=bool(admission),
-            target_empty=not recovery and not target_segments and engine.store.is_local,
+            target_empty=target_empty,
+            first_stored=_first_stored(engine, source, target, segments) if target_empty else None,
         )
     state = ConnectionState.ACTIVE.value if plan.activate else conn.state.value
     base = PassReport(source_name, target_name, state, "", progress=conn.progress)
@@ -454,6 +456,21 @@ def _check_skipped_admission(
         code="inconsistent",
         hint="run `replctl log verify` on the source location",
     )
+
+
+def _first_stored(
+    engine: DataPlane, source: Location, target: Location, segments: list[Segment]
+) -> dict[str, int] | None:
+    """Per origin of DVV-X, the smallest origin time X stores (core.replication.copies_exactly); None when
+    the copy is ruled out anyway, so only a candidate copy reads the identity columns."""
+    if target.cvv != source.dvv:
+        return None
+    first: dict[str, int] = {}
+    origins = sorted(source.dvv)
+    for seg in segments:
+        for origin, (lo, _) in engine.store.identity_extent(seg, origins).items():
+            first[origin] = min(lo, first.get(origin, lo))
+    return first
 
 
 def _copy(

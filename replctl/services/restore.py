@@ -16,7 +16,10 @@ from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.dataplane import Engine
 from replctl.core import recovery as dr
 from replctl.core.backups import BackupSegment, Manifest
+from replctl.core.jobs import SegmentRewrite
 from replctl.core.model import Location, Segment
+from replctl.core.retirement import clocks, parked_location
+from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.localfiles import digest
@@ -25,7 +28,7 @@ from replctl.services import loss
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import Catalog
-from replctl.services.recovery import finish_recovery
+from replctl.services.recovery import before_loss, before_loss_detail, finish_recovery
 from replctl.services.topology import load_state
 
 
@@ -80,13 +83,18 @@ def _restore(
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         present = tx.segments(name)
+        clk = clocks(tx.locations())
+    # A restore resumed after a kill measures what is lost against A before the loss, as any recovery.
+    seq_before, cvv_before = before_loss(ctx, loc)
+    # RET2: ids pruned since the backup was taken never come back; its copies lose them as the live log did.
+    prune_ids = sorted(z for z in clk.pruned if any(z in s.vt_lub for s in manifest.segments))
     doc: dict[str, Any] = {
         "location": name,
         "backup": manifest.id,
         # Everything after the backup is lost from A's own log; it comes back only through event recovery.
         "lost_from": manifest.last_seq + 1,
         "dry_run": ctx.dry_run,
-        "clock": {"before": loc.seq, "after": loc.seq},
+        "clock": {"before": seq_before, "after": seq_before},
         "progress_resets": [],
         "rounds": [],
         "refused": [],
@@ -94,9 +102,15 @@ def _restore(
         "cvv": loc.cvv.to_dict(),
         "discarded": {},
         "lost": {},
+        "clock_pruned": prune_ids,
     }
     _consent(ctx, engine, backups, loc, present, manifest=manifest, accept_loss=accept_loss, doc=doc)
     copies = [] if ctx.dry_run else _copy_all_in(engine, backups, manifest)
+    if prune_ids:
+        keys = clk.vt_keys(loc.cvv.merge(manifest.cvv))
+        copies = _prune_copies(
+            engine, manifest, copies, prune_ids, keys=keys, identity_origins=clk.identity_origins
+        )
     hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
     # BK2: DVV-A and deleted_upto come from the backup; a logical deletion asked for since still hides.
     base = replace(
@@ -128,14 +142,29 @@ def _restore(
                 )
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
-            tx.put_location(dr.recovering(base, clock, manifest.last_seq))
-            ctx.step(tx, "restore", {"backup": manifest.id, "cvv": clock.cvv.to_dict(), "floor": clock.floor})
+            restored = dr.recovering(base, clock, manifest.last_seq)
+            # I3 as after the pruning itself: a CVV[Z] that no stored identity explains any more is parked
+            # in the baseline (core.retirement.parked_location).
+            stored = lub([s.vt_lub for _, s in copies])
+            for z in prune_ids:
+                restored = parked_location(restored, z, stored)
+            tx.put_location(restored)
+            ctx.step(
+                tx,
+                "restore",
+                {
+                    "backup": manifest.id,
+                    "cvv": clock.cvv.to_dict(),
+                    "floor": clock.floor,
+                    **before_loss_detail(seq_before, cvv_before),
+                },
+            )
     if ctx.dry_run:
-        return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
+        return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=loc.cvv)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
 
 
 def _consent(
@@ -191,6 +220,60 @@ def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> li
             engine.store.remove(rel)
         raise
     return copies
+
+
+def _prune_copies(
+    engine: Engine,
+    manifest: Manifest,
+    copies: list[tuple[str, BackupSegment]],
+    prune_ids: list[str],
+    *,
+    keys: list[str],
+    identity_origins: list[str],
+) -> list[tuple[str, BackupSegment]]:
+    """RET2 on the restored copies: rewrite each copy that may hold a pruned id without it, as the pruning
+    rewrote the live log (services.retirement), and return the copies to commit with their new statistics.
+    Every row stays (BK2): the seq range and count are checked against the manifest. On any failure every
+    copy goes and nothing is restored; the catalog is untouched."""
+    out: list[tuple[str, BackupSegment]] = []
+    current = list(copies)
+    try:
+        for z in prune_ids:
+            for i, (rel, seg) in enumerate(current):
+                if z not in seg.vt_lub:
+                    continue
+                source = Segment(
+                    0,
+                    manifest.location,
+                    rel,
+                    seg.seq_lo,
+                    seg.seq_hi,
+                    seg.count,
+                    seg.vt_lub,
+                    files=engine.record_files(rel),
+                )
+                target = engine.store.new_segment_path(manifest.location, seg.seq_lo)
+                out.append((target, seg))
+                [stat] = engine.prune_log(
+                    [SegmentRewrite(source, target)], key=z, keys=keys, identity_origins=identity_origins
+                )
+                found = None if stat is None else (stat.count, stat.seq_lo, stat.seq_hi)
+                if found != (seg.count, seg.seq_lo, seg.seq_hi):
+                    raise EnvironmentFailure(
+                        f"backup {manifest.id}: the pruned copy of {seg.path} holds {found} "
+                        f"(count, first seq, last seq), the manifest says "
+                        f"{(seg.count, seg.seq_lo, seg.seq_hi)}; nothing was restored (BK2)",
+                        code="store",
+                        hint=f"replctl backup verify {manifest.id}",
+                    )
+                assert stat is not None
+                engine.store.remove(rel)
+                current[i] = (target, replace(seg, vt_lub=VectorTime(stat.vt_lub)))
+    except Exception:
+        for rel, _ in [*current, *out]:
+            engine.store.remove(rel)
+        raise
+    return current
 
 
 def _check_copy(engine: Engine, manifest: Manifest, seg: BackupSegment, rel: str) -> None:

@@ -48,7 +48,9 @@ def test_vectors_read_as_A_colon_N_in_delete_recover_topology_and_ops(rc: Replct
 
     op = rc.json("ops", "list", "--limit", "1")["operations"][0]["id"]
     shown = rc("ops", "show", op)
-    assert shown.stdout.splitlines()[2] == "  1. metadata lost_from=2 survivors_upto=1 cvv={A:1} floor=3"
+    assert shown.stdout.splitlines()[2] == (
+        "  1. metadata lost_from=2 survivors_upto=1 cvv={A:1} floor=3 seq_before=3 cvv_before={A:3}"
+    )
     for out in (deleted, added, recovered, shown, rc("location", "show", "A"), rc("location", "list")):
         no_python_reprs(out.stdout)
 

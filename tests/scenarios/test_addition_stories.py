@@ -113,3 +113,29 @@ def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass
     rc("replicate")
     assert rc.keys("FAST") == rc.keys("SLOW") == ["a1", "a2", "a3", "a4"]
     assert rc.json("log", "verify")["ok"]
+
+
+def test_a_current_history_copy_after_an_accepted_loss_holds_nothing_its_baseline_covers_add3_cf1(
+    rc: Replctl,
+) -> None:
+    # A keeps a1 through a disaster and accepts the loss of what B deleted (DR5: DVV-B = {A:2} joins DVV-A),
+    # so A stores a1 although its DVV covers it. C joins from A with `current` history (ADD3): its baseline
+    # covers a1, so the first pass skips it (CF1) and the file copy, which would hold a1, is not taken.
+    for name in "AB":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "A", "--from", "2")
+    rc("recover", "location", "A", "--accept-loss")
+    rc("replicate")
+    assert rc.stored("A") == [("A", 1, "a1"), ("A", 3, "a3")]
+    rc("location", "add", "C")
+    rc("topology", "add", "A", "C", "--history", "current")
+    dry = rc.json("replicate", "A", "C", "--dry-run")["passes"]
+    done = rc.json("replicate", "A", "C")["passes"]
+    assert [(p["action"], p["skipped_causal"]) for p in dry] == [("would-run", None)]
+    assert [(p["action"], p["written"], p["skipped_causal"]) for p in done] == [("ran", 1, 1)]
+    assert rc.stored("C") == [("A", 3, "a3")]
+    assert rc.json("log", "verify", "A", "C")["ok"]

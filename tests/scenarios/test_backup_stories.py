@@ -93,9 +93,32 @@ def test_restoring_a_location_from_another_locations_backup_is_refused_and_chang
         "message": f"refused [BK2]: backup {made[0]['id']} is a backup of A, not of B",
         "hint": "replctl backup list B",
     }
-    missing = rc.json("recover", "location", "B", "--from-backup", "latest", expect=6)
-    assert missing["error"]["code"] == "backup-missing"
     assert rc.snapshot() == before and rc.keys("B") == ["a1"]
+
+
+def test_restoring_latest_with_no_backup_of_the_location_is_a_bk2_refusal_whose_hint_runs(
+    rc: Replctl,
+) -> None:
+    # BK2: the backup store answered and holds no backup of B (only one of A): a refusal (exit 3), not an
+    # environment failure (exit 6). Its hint, plain event recovery from B's neighbours, is accepted.
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc("replicate")
+    rc.json("backup", "create", "A")
+    rc("drill", "disaster", "B", "--from", "1")
+    before = rc.snapshot()
+    for dry_run in ([], ["--dry-run"]):
+        out = rc.json("recover", "location", "B", "--from-backup", "latest", *dry_run, expect=3)
+        assert out["error"] == {
+            "code": "BK2",
+            "message": "refused [BK2]: the backup store holds no backup of B; nothing was changed",
+            "hint": "replctl recover location B",
+        }
+    text = rc("recover", "location", "B", "--from-backup", "latest", expect=3)
+    assert "hint: replctl recover location B" in text.stdout + text.stderr
+    assert rc.snapshot() == before
+    rc("recover", "location", "B")
+    assert rc.keys("B") == ["a1"]
 
 
 def test_status_shows_which_locations_a_loss_would_hurt_and_the_backup_that_fixes_it(rc: Replctl) -> None:
@@ -596,3 +619,24 @@ def test_a_plain_recovery_accepting_the_loss_says_what_is_lost_for_good(rc: Repl
     assert rc.stored("K") == []
     rc.append("K", "k6")
     assert rc.stored("K") == [("K", 6, "k6")]  # DR1: the clock continues past the lost events
+
+
+def test_a_location_added_with_history_current_is_recoverable_when_a_loss_gets_back_all_it_holds_bk3(
+    rc: Replctl,
+) -> None:
+    # ADD3 `current`: C never holds a1, a2 (A deleted them before C joined; C's baseline says so). A total
+    # loss of C starts from that baseline (DR1) and gets a3 back from A: nothing C ought to hold is lost.
+    two_locations(rc)
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "A", "--upto", "2")
+    rc("location", "add", "C")
+    rc("topology", "add", "A", "C", "--both", "--history", "current")
+    rc("replicate")
+    assert rc.keys("C") == ["a3"]
+    assert rc.location("C")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    # What status promises, the recovery keeps: C loses everything and gets a3 back, nothing lost.
+    rc("drill", "disaster", "C", "--from", "1")
+    doc = rc.json("recover", "location", "C")
+    assert (doc["refused"], doc["lost"]) == ([], {})
+    assert rc.keys("C") == ["a3"]

@@ -39,8 +39,8 @@ X_EVENTS: list[Row] = [("X", 1, "x1"), ("X", 2, "x2")]
 B_LOG: list[Row] = [*X_EVENTS, ("B", 3, "b1"), ("A", 3, "a1")]
 
 
-def x_pruned(rc: Replctl) -> None:
-    """A↔B and X↔A; X emits x1, x2; everything replicates; X is disconnected, retired and pruned (RET2)."""
+def x_spread(rc: Replctl) -> None:
+    """A↔B and X↔A; X emits x1, x2; everything replicates, so every log holds X's events."""
     for name in "ABX":
         rc("location", "add", name)
     rc("topology", "add", "X", "A", "--both")
@@ -51,6 +51,13 @@ def x_pruned(rc: Replctl) -> None:
     rc.append("B", "b1")
     rc("replicate")
     assert log(rc, "B") == B_LOG
+
+
+def x_pruned(rc: Replctl, *, before_pruning: tuple[str, ...] = ()) -> None:
+    """`x_spread`, then `replctl BEFORE_PRUNING` if given; X is disconnected, retired and pruned (RET2)."""
+    x_spread(rc)
+    if before_pruning:
+        rc(*before_pruning)
     rc("topology", "remove", "X", "A", "--both")
     rc("location", "retire", "X", "--prune-clock")
     assert all("X" not in vt for name in "ABX" for vt in vts(rc, name))
@@ -244,3 +251,25 @@ def test_db_upgrade_gives_a_catalog_pruned_by_an_earlier_release_its_identities_
     rc("topology", "add", "B", "W")
     rc("replicate")
     assert log(rc, "W") == [("W", 1, "w1"), *B_LOG]
+
+
+def test_a_restore_from_a_backup_taken_before_the_pruning_brings_no_pruned_id_back_ret2_bk2(
+    rc: Replctl,
+) -> None:
+    # B is backed up while X is live; X is then retired and pruned; B loses everything and is restored from
+    # the old backup. RET2: a pruned id never comes back into a vt, so the restore prunes the backup's copies
+    # as the pruning did the live log; every event stays (BK2), in the order the backup held them.
+    x_pruned(rc, before_pruning=("backup", "create", "B"))
+    rc("drill", "disaster", "B", "--from", "1")
+    dry = rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")
+    doc = rc.json("recover", "location", "B", "--from-backup", "latest")
+    assert (doc["refused"], doc["lost"]) == ([], {})
+    assert log(rc, "B") == B_LOG
+    assert vts(rc, "B") == [{}, {}, {"B": 3}, {"A": 3}]
+    # The dry run says the run prunes X from the backup's copies.
+    assert (dry["clock_pruned"], doc["clock_pruned"]) == (["X"], ["X"])
+    assert rc.location("B")["cvv"] == {"A": 3, "B": 3, "X": 2}
+    assert rc.json("log", "verify", "A", "B")["ok"]
+    # B's next event carries no X entry either (EM1 after the pruning).
+    rc.append("B", "b2")
+    assert vts(rc, "B")[-1] == {"A": 3, "B": 5}

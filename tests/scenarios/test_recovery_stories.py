@@ -276,3 +276,31 @@ def test_after_a_recovery_status_shows_no_lag_for_events_the_neighbour_already_h
     rc.append("A", "a5")
     lags = {(c["source"], c["target"]): c["lag"] for c in rc.json("status")["connections"]}
     assert lags == {("A", "B"): 1, ("B", "A"): 0}
+
+
+@pytest.mark.parametrize("point", ["recover.after-metadata", "recover.before-end"])
+def test_a_recovery_resumed_after_a_kill_still_names_everything_lost_for_good_dr0(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    # a2, a3 never reached B and are lost with A's store. The killed run committed A's recomputed CVV (DR1);
+    # the re-run resumes from there, but what is lost is still measured against A's CVV before the loss.
+    from replctl.failpoints import FailpointCrash
+
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1")
+    rc("replicate")
+    rc.append("A", "a2", "a3")
+    rc("drill", "disaster", "A", "--from", "2")
+    monkeypatch.setenv("REPLCTL_FAILPOINT", point)
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("recover", "location", "A", expect=None)
+    died(rc.db_url)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A")
+    assert (planned["lost"], doc["lost"]) == ({"A": [2, 3]}, {"A": [2, 3]})
+    assert doc["clock"]["before"] == 3
+    assert rc.keys("A") == ["a1"] and rc.location("A")["state"] == "active"

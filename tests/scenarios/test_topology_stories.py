@@ -220,3 +220,29 @@ def test_the_reason_is_kept_in_the_journal(rc: Replctl) -> None:
     assert ops[0]["outcome"] == "succeeded"
     shown = rc.json("ops", "show", ops[0]["id"])["operation"]
     assert shown["steps"][0]["name"] == "record-changes"
+
+
+def test_following_the_f1_refusals_group_hint_step_by_step_is_accepted_rfc1_rfc2(rc: Replctl) -> None:
+    # A→B, A→C, C→B: a filter on A→C lies on the cycle A–C–B (F1). The hint's group alone would lead into
+    # RFC2 (A→C filtered, A→B not, across one contracted bridge); its second command filters both alike.
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "A", "C")
+    rc("topology", "add", "C", "B")
+    error = rc.json("topology", "filter", "A", "C", "--set", "key = 'k'", expect=3)["error"]
+    assert error["code"] == "F1"
+    assert error["hint"] == (
+        "if C, B are redundant replicas, declare them as a group first (RFC1): replctl topology group NAME C B, "
+        "then: replctl topology filter A NAME --set EXPR (RFC2: every connection alike)"
+    )
+    for step in error["hint"].split(": ", 1)[1].split(", then: "):
+        command = step.split(" (RFC2")[0].replace("NAME", "G").split()[1:]
+        if "EXPR" in command:
+            command[command.index("EXPR")] = "key = 'k'"
+        rc(*command)
+    assert {(c["source"], c["target"]): c["filter"] for c in rc.json("status")["connections"]} == {
+        ("A", "B"): "key = 'k'",
+        ("A", "C"): "key = 'k'",
+        ("C", "B"): None,
+    }
