@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from replctl.cli.outcomes import present
 from replctl.errors import Refused
 
 if TYPE_CHECKING:
@@ -56,8 +57,7 @@ def ask(
     asked = question(preview)
     if asked is None:
         return
-    if render is not None:
-        render(app, preview)
+    present(app, render, preview)
     try:
         confirmed = typer.confirm(asked, default=False)
     except typer.Abort:  # end of input or Ctrl-C at the prompt

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
+
+if TYPE_CHECKING:
+    from replctl.core.recovery import DrillOutcome
 
 drill_app = typer.Typer(help="Game-day drills: destroy data as a disaster would.", no_args_is_help=True)
 
@@ -37,15 +40,12 @@ def drill_disaster(
             dry_run=dry_run or app.planning,
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        verb = "would destroy" if out["dry_run"] else "destroyed"
+    def render(app: AppContext, out: DrillOutcome) -> None:
+        verb = "would destroy" if out.dry_run else "destroyed"
         stdout().print(
             f"{verb} {location}'s stored events from seq {from_seq} on "
-            f"({len(out['destroyed_segments'])} segment(s) gone"
-            + (", one truncated)" if out["truncated_segment"] else ")"),
+            f"({len(out.destroyed_segments)} segment(s) gone"
+            + (", one truncated)" if out.truncated_segment else ")"),
             markup=False,
         )
         stdout().print(f"next: replctl recover location {location}", markup=False)

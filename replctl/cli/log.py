@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,10 +13,14 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.completion import location_names
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
-from replctl.cli.output import emit_json, emit_json_stream, page_through, stdout
+from replctl.cli.output import emit_json_stream, page_through, stdout
 from replctl.cli.render import cell, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
 from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.services.compaction import CompactionOutcome
+    from replctl.services.logs import AppendOutcome, VerifyOutcome
 
 log_app = typer.Typer(help="Local event logs: append, show, verify.", no_args_is_help=True)
 
@@ -52,24 +56,22 @@ def append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-        elif out.get("resumed_from"):
+    def render(app: AppContext, out: AppendOutcome) -> None:
+        if out.resumed_from:
             # REP3: the same append was interrupted after its commit; nothing was appended again.
             stdout().print(
-                f"already appended by operation {out['resumed_from']} before it was interrupted: "
-                f"seq {out['seq_from']}..{out['seq_to']}" + (" (dry run)" if out["dry_run"] else ""),
+                f"already appended by operation {out.resumed_from} before it was interrupted: "
+                f"seq {out.seq_from}..{out.seq_to}" + (" (dry run)" if out.dry_run else ""),
                 markup=False,
             )
-        elif out["dry_run"]:
-            count = out["appended"] or "the file's"
+        elif out.dry_run:
+            count = out.appended or "the file's"
             stdout().print(
-                f"would append {count} event(s) to {location} from seq {out['seq_from']}", markup=False
+                f"would append {count} event(s) to {location} from seq {out.seq_from}", markup=False
             )
         else:
             stdout().print(
-                f"appended {out['appended']} event(s) to {location}: seq {out['seq_from']}..{out['seq_to']}",
+                f"appended {out.appended} event(s) to {location}: seq {out.seq_from}..{out.seq_to}",
                 markup=False,
             )
 
@@ -185,33 +187,18 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
 
         return logs.verify(app.catalog(), app.engine(), list(locations or []))
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        bad = [log for log in out["logs"] if not log["ok"]]
-        failed = bool(bad or out["topology"])
-        if app.json:
-            doc: dict[str, Any] = {"ok": not failed, **out}
-            if failed:
-                first = bad[0]["violations"][0] if bad else out["topology"][0]
-                where = f"{bad[0]['location']}: " if bad else ""
-                doc["error"] = {
-                    "code": first["invariant"],
-                    "message": where + first["message"],
-                    "hint": "inspect it with: replctl log show " + (bad[0]["location"] if bad else ""),
-                }
-            emit_json(doc)
-        else:
-            console = stdout()
-            for log in out["logs"]:
-                if log["ok"]:
-                    console.print(f"{log['location']}: ok (I1–I7)", markup=False)
-                for v in log["violations"]:
-                    at = f" at seq {v['seq']}" if v["seq"] is not None else ""
-                    console.print(
-                        f"{log['location']}: violation [{v['invariant']}]{at}: {v['message']}", markup=False
-                    )
-            for v in out["topology"]:
-                console.print(f"topology: violation [I6/{v['code']}]: {v['message']}", markup=False)
-        return 3 if failed else 0
+    def render(app: AppContext, out: VerifyOutcome) -> None:
+        console = stdout()
+        for log in out.logs:
+            if log.ok:
+                console.print(f"{log.location}: ok (I1–I7)", markup=False)
+            for v in log.violations:
+                at = f" at seq {v['seq']}" if v["seq"] is not None else ""
+                console.print(
+                    f"{log.location}: violation [{v['invariant']}]{at}: {v['message']}", markup=False
+                )
+        for v in out.topology:
+            console.print(f"topology: violation [I6/{v['code']}]: {v['message']}", markup=False)
 
     run(ctx, action, render)
 
@@ -232,21 +219,16 @@ def compact(
             app.catalog(), app.engine(), location, gc=gc, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        verb = "would merge" if out["dry_run"] else "merged"
-        for merged in out["merged"]:
+    def render(app: AppContext, out: CompactionOutcome) -> None:
+        verb = "would merge" if out.dry_run else "merged"
+        for merged in out.merged:
             stdout().print(
-                f"{verb} {merged['from']} segments (seq {merged['seq_lo']}..{merged['seq_hi']}) into one",
+                f"{verb} {merged.count} segments (seq {merged.seq_lo}..{merged.seq_hi}) into one",
                 markup=False,
             )
-        for path in out["orphans_removed"]:
-            stdout().print(f"{'would remove' if out['dry_run'] else 'removed'} orphan {path}", markup=False)
-        stdout().print(
-            f"{location}: {out['segments_before']} → {out['segments_after']} segment(s)", markup=False
-        )
+        for path in out.orphans_removed:
+            stdout().print(f"{'would remove' if out.dry_run else 'removed'} orphan {path}", markup=False)
+        stdout().print(f"{location}: {out.segments_before} → {out.segments_after} segment(s)", markup=False)
 
     run(ctx, action, render, effect=Effect.OPERATION)
 

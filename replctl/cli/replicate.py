@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.cli.render import Notes, fitted_table, state_text
 from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.services.replication import ReplicationOutcome
 
 
 def replicate(
@@ -46,20 +49,12 @@ def replicate(
             app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        # Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while
-        # the others ran: incomplete. Issue 19: so is a pass a concurrent topology change discarded, or one
-        # whose locations another operation holds.
-        unfinished = {"failed", "damaged", "discarded", "skipped"}
-        code = 5 if any(p["action"] in unfinished for p in out["passes"]) and not out["dry_run"] else 0
-        if app.json:
-            emit_json({"ok": True, **out})
-            return code
+    def render(app: AppContext, out: ReplicationOutcome) -> None:
         # Issue 18: with nothing to do, one line, not a table of "nothing-new" rows (a full replicate leaves
         # them out of its passes already; `replicate SRC DST` reports its one pass).
-        passes = [p for p in out["passes"] if p["action"] != "nothing-new"]
+        passes = [(n, p) for n, p in out.passes if p.action != "nothing-new"]
         if not passes:
-            idle = ", ".join(f"{p['source']}→{p['target']}" for p in out["passes"])
+            idle = ", ".join(f"{p.source}→{p.target}" for _, p in out.passes)
             stdout().print(
                 f"nothing to replicate: {idle} has nothing new" if idle else "nothing to replicate",
                 markup=False,
@@ -67,38 +62,38 @@ def replicate(
         notes = Notes(wide)
         # Issue 18: a connection seen again in a later round of a full replicate is told apart by a round
         # column, shown only when there was more than one round.
-        rounds = len({p["round"] for p in passes}) > 1
+        rounds = len({n for n, _ in passes}) > 1
         # Issue 18: names and states never cut at 80 columns; the "why" of each pass is a note below.
         table = fitted_table(
             ("round", "connection", "state", "action") if rounds else ("connection", "state", "action"),
             ("read", "written", "skip c/f", "blocked", "progress", "why"),
         )
-        for p in passes:
-            arrow = f"{p['source']}→{p['target']}"
+        for n, p in passes:
+            arrow = f"{p.source}→{p.target}"
             table.add_row(
-                *((str(p["round"]),) if rounds else ()),
+                *((str(n),) if rounds else ()),
                 arrow,
-                state_text(p["state"]),
-                p["action"],
-                _count(p["examined"]),
-                _count(p["written"]),
-                f"{_count(p['skipped_causal'])}/{_count(p['skipped_filter'])}",
-                "" if p["blocked_at"] is None else str(p["blocked_at"]),
-                _count(p["progress"]),
-                notes.cell(p["reason"], "", f"{arrow}: {p['reason']}"),
+                state_text(p.state),
+                p.action,
+                _count(p.examined),
+                _count(p.written),
+                f"{_count(p.skipped_causal)}/{_count(p.skipped_filter)}",
+                "" if p.blocked_at is None else str(p.blocked_at),
+                _count(p.progress),
+                notes.cell(p.reason, "", f"{arrow}: {p.reason}"),
             )
         if passes:
             stdout().print(table)
             stdout().print(
                 "read: events examined; skip c/f: skipped as held already (CF1) / by the filter; "
                 "blocked: the seq the pass stopped at (RFC2)"
-                + ("; ?: known only by running the pass" if _unknown(out["passes"]) else ""),
+                + ("; ?: known only by running the pass" if _unknown(out) else ""),
                 markup=False,
                 soft_wrap=True,
             )
             notes.print(stdout())
-        for d in out["deletions"]:
-            if out["dry_run"]:
+        for d in out.deletions:
+            if out.dry_run:
                 stdout().print(_planned_retry(d), markup=False)
             elif d["pending"]:
                 held = ", ".join(b["target"] for b in d["blocked_by"])
@@ -113,7 +108,6 @@ def replicate(
                     f"{d['deleted_upto']}",
                     markup=False,
                 )
-        return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
 
@@ -123,9 +117,9 @@ def _count(value: int | None) -> str:
     return "?" if value is None else str(value)
 
 
-def _unknown(passes: list[dict[str, Any]]) -> bool:
-    """Whether a pass in the table has a count only running it tells."""
-    return any(p["examined"] is None or p["progress"] is None for p in passes)
+def _unknown(out: ReplicationOutcome) -> bool:
+    """Whether a pass of the run has a count only running it tells."""
+    return any(p.examined is None or p.progress is None for _, p in out.passes)
 
 
 def _planned_retry(d: dict[str, Any]) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from replctl.core.model import Connection, Location, LocationState, Segment
+from replctl.core.outcomes import AllOrNothing
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import VectorTime
 
@@ -266,3 +268,25 @@ def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) 
         f"{k}: deleted up to {d}, {recovering} has {c}" for k, (d, c) in sorted(missing.items())
     )
     return Refusal(source, "DR4", f"{source} has deleted events {recovering} lacks ({parts})", missing)
+
+
+@dataclass(frozen=True)
+class DrillOutcome(AllOrNothing):
+    """`drill disaster`: the segments destroyed from `from_seq` on, and the one cut in place (if any)."""
+
+    location: str
+    from_seq: int
+    dry_run: bool
+    destroyed_segments: tuple[str, ...]
+    truncated_segment: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """`drill disaster --json` (cli.md)."""
+        return {
+            "ok": True,
+            "location": self.location,
+            "from": self.from_seq,
+            "dry_run": self.dry_run,
+            "destroyed_segments": list(self.destroyed_segments),
+            "truncated_segment": self.truncated_segment,
+        }

@@ -43,9 +43,10 @@ def _state(catalog: Catalog, name: str) -> tuple[int, dict[str, int], int, dict[
     return loc.seq, loc.cvv.to_dict(), loc.deleted_upto, loc.dvv.to_dict()
 
 
-def _pass(doc: dict[str, Any], source: str, target: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [p for p in doc["passes"] if (p["source"], p["target"]) == (source, target)]
-    assert len(found) == 1, doc["passes"]
+def _pass(outcome: replication.ReplicationOutcome, source: str, target: str) -> dict[str, Any]:
+    passes = outcome.to_json()["passes"]
+    found: list[dict[str, Any]] = [p for p in passes if (p["source"], p["target"]) == (source, target)]
+    assert len(found) == 1, passes
     return found[0]
 
 
@@ -115,7 +116,7 @@ def test_the_causality_filter_skips_events_another_path_delivered(catalog: Catal
     _append(catalog, plane, "A", "e2")
     # One segment holding e1 (which C has, through B) and e2 (which it lacks): the pass must read it.
     compacted = compaction.compact(catalog, plane, "A")
-    assert compacted["segments_after"] == 1, compacted
+    assert compacted.segments_after == 1, compacted
     doc = replication.replicate_one(catalog, plane, "A", "C")
     report = _pass(doc, "A", "C")
     # REP1 (1): the pass skips e1 (CF1) and writes only e2, its seq shifted past C's (M4 allows the gap).
