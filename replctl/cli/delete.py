@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,8 +11,11 @@ from replctl.cli.completion import location_names
 from replctl.cli.confirm import deletion_question
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.cli.render import render_unrecoverable, vector_text
+
+if TYPE_CHECKING:
+    from replctl.services.deletion import DeletionOutcome
 
 
 def delete(
@@ -54,40 +57,33 @@ def delete(
             guard=DeletionGuard(tuple(app.manifests() or ()), require),
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        code = 5 if out["pending"] and not out["dry_run"] else 0
-        if app.json:
-            emit_json({"ok": True, **out})
-            return code
+    def render(app: AppContext, out: DeletionOutcome) -> None:
         console = stdout()
-        render_unrecoverable(console, out)
-        if out["dry_run"]:
-            would = out["would_delete"]
-            console.print(f"would hide seq ≤ {out['logical_deleted_upto']} from local reading", markup=False)
+        render_unrecoverable(console, out.makes_unrecoverable or (), dry_run=out.dry_run)
+        if out.dry_run:
+            would = out.would_delete
+            console.print(f"would hide seq ≤ {out.logical_deleted_upto} from local reading", markup=False)
             if would:
                 console.print(f"would delete seq {would['from']}..{would['upto']} physically", markup=False)
         else:
             console.print(
-                f"{location}: logically deleted up to {out['logical_deleted_upto']}, physically up to "
-                f"{out['deleted_upto']}; DVV {vector_text(out['dvv'])}",
+                f"{location}: logically deleted up to {out.logical_deleted_upto}, physically up to "
+                f"{out.deleted_upto}; DVV {vector_text(out.dvv)}",
                 markup=False,
             )
-        for b in out["blocked_by"]:
-            console.print(
-                f"waits [DEL3]: {b['target']} still needs seq {b['first_blocked_seq']}", markup=False
-            )
-        if out["pending"]:
-            if out["pending_upto"] > out["requested_upto"]:
+        for b in out.blocked_by:
+            console.print(f"waits [DEL3]: {b.target} still needs seq {b.first_blocked_seq}", markup=False)
+        if out.pending:
+            if out.pending_upto is not None and out.pending_upto > out.requested_upto:
                 console.print(
-                    f"an earlier request up to {out['pending_upto']} still waits and is kept (DEL4)",
+                    f"an earlier request up to {out.pending_upto} still waits and is kept (DEL4)",
                     markup=False,
                 )
             console.print(
                 f"the rest waits; it is retried after every replicate run (hint: replctl replicate, "
-                f"then replctl delete {location} --upto {out['pending_upto']})",
+                f"then replctl delete {location} --upto {out.pending_upto})",
                 markup=False,
             )
-        return code
 
     run(ctx, action, render, effect=Effect.OPERATION, question=deletion_question(location, dry_run))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -357,14 +357,14 @@ def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
     return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
-def render_unrecoverable(console: Console, doc: dict[str, Any]) -> None:
-    """BK4's warning lines of `delete` and `backup prune`: each location the command makes (or would make)
-    unrecoverable, what it would lose, and the command that fixes it."""
+def render_unrecoverable(console: Console, made: Iterable[Mapping[str, Any]], *, dry_run: bool) -> None:
+    """BK4's warning lines of `delete` and `backup prune`: each location the command makes (or would make,
+    `dry_run`) unrecoverable, what it would lose, and the command that fixes it."""
     from replctl.core.backups import shortfall_text
 
-    for hurt in doc.get("makes_unrecoverable", []):
+    for hurt in made:
         console.print(
-            f"warning [BK4]: {hurt['location']} {'would become' if doc['dry_run'] else 'is now'} "
+            f"warning [BK4]: {hurt['location']} {'would become' if dry_run else 'is now'} "
             f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
             markup=False,
         )

@@ -137,7 +137,7 @@ def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: Dat
     _append(catalog, plane, "A", "e1", "e2")
     _append(catalog, plane, "A", "e3", "e4")
     replication.replicate_all(catalog, plane)
-    doc = deletion.delete(catalog, plane, "A", upto=3)
+    doc = deletion.delete(catalog, plane, "A", upto=3).to_json()
     assert (doc["deleted_upto"], doc["dvv"], doc["pending"]) == (3, {"A": 3}, False)
     # DEL1: the straddling segment (e3, e4) is rewritten to keep e4; DEL2: DVV is the LUB of what went.
     assert _log(catalog, plane, "A") == [(4, "A", 4, {"A": 4}, "e4")]
@@ -150,8 +150,8 @@ def test_deletion_waits_for_a_target_that_lacks_the_events(catalog: Catalog, pla
     _append(catalog, plane, "A", "e1", "e2", "e3")
     replication.replicate_all(catalog, plane)
     _append(catalog, plane, "A", "e4", "e5")
-    dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True)
-    doc = deletion.delete(catalog, plane, "A", upto=5)
+    dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True).to_json()
+    doc = deletion.delete(catalog, plane, "A", upto=5).to_json()
     # DEL3: B lacks seq 4 onward, so the cut stops at 3 and the rest waits as a pending deletion.
     assert (doc["deleted_upto"], doc["pending"], doc["pending_upto"], doc["blocked_by"]) == (
         3,
