@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,9 +10,12 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.completion import location_names
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.cli.render import vector_text
 from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.core.recovery import RecoveryOutcome
 
 recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
 
@@ -72,62 +75,55 @@ def recover_location(
             manifests=app.manifests(),
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        code = 5 if out["refused"] and not out["dry_run"] else 0
-        if app.json:
-            emit_json({"ok": True, **out})
-            return code
+    def render(app: AppContext, out: RecoveryOutcome) -> None:
         console = stdout()
-        if out.get("nothing_to_do"):
+        if out.nothing_to_do:
             console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
-            return 0
-        prefix = "would " if out["dry_run"] else ""
-        if out.get("backup"):
-            console.print(f"{name}: {prefix}restore backup {out['backup']} (BK2)", markup=False)
-        if out["lost_from"] is not None:
-            console.print(f"{name}: events from seq {out['lost_from']} on are lost", markup=False)
-        for origin, (lo, hi) in out["discarded"].items():
+            return
+        prefix = "would " if out.dry_run else ""
+        if out.backup:
+            console.print(f"{name}: {prefix}restore backup {out.backup} (BK2)", markup=False)
+        if out.lost_from is not None:
+            console.print(f"{name}: events from seq {out.lost_from} on are lost", markup=False)
+        for origin, (lo, hi) in out.discarded.items():
             console.print(
                 f"{name}: {prefix}discard {origin}'s own events with origin times {lo}..{hi}, stored only "
                 "here (accepted, DR0)",
                 markup=False,
             )
-        for r in out["progress_resets"]:
+        for r in out.progress_resets:
             console.print(
                 f"  {prefix}reset progress {r['source']}→{r['target']}: {r['from']} → {r['to']} (DR2)",
                 markup=False,
             )
-        for r in out["rounds"]:
+        for r in out.rounds:
             written = "" if r["written"] is None else f", {r['written']} event(s) written"
             console.print(
                 f"  round {r['round']}: from {', '.join(r['sources'])}{written} (DR4)", markup=False
             )
-        for r in out["refused"]:
+        for r in out.refused:
             console.print(f"  refused [{r['rule']}] {r['source']}: {r['reason']}", markup=False)
-        for source in out["accepted"]:
+        for source in out.accepted:
             console.print(
                 f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
             )
-        clock = out["clock"]
+        clock = out.clock
         # A dry run whose rounds write events cannot know the seqs they take, only the floor T (DR1).
         after = (
             clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
         )
-        console.print(
-            f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out['cvv'])}", markup=False
-        )
-        if out["lost"]:
+        console.print(f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out.cvv)}", markup=False)
+        if out.lost:
             # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
-            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out["lost"].items())
-            verb = "would be" if out["dry_run"] else "are"
+            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out.lost.items())
+            verb = "would be" if out.dry_run else "are"
             console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
-        if out["refused"] and not out["dry_run"]:
+        if out.refused and not out.dry_run:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "
                 f"or accept the loss with --accept-loss",
                 markup=False,
             )
-        return code
 
     def question(_preview: Any) -> str | None:
         if not accept_loss or dry_run:

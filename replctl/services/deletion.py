@@ -57,6 +57,9 @@ class DeletionOutcome:
     @classmethod
     def of(cls, doc: dict[str, Any]) -> DeletionOutcome:
         """The outcome of one request as `delete_in` reports it (also to the retries after replication)."""
+        unknown = set(doc) - _DELETION_KEYS
+        if unknown:  # a key `delete_in` added but the outcome would drop: a bug, never a silent --json change
+            raise ValueError(f"deletion report keys without a place in DeletionOutcome: {sorted(unknown)}")
         hurt = doc.get("makes_unrecoverable")
         return cls(
             location=doc["location"],
@@ -99,6 +102,9 @@ class DeletionOutcome:
         if self.makes_unrecoverable is not None:
             doc["makes_unrecoverable"] = list(self.makes_unrecoverable)
         return doc
+
+
+_DELETION_KEYS = frozenset(DeletionOutcome.__dataclass_fields__)
 
 
 def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: bool) -> None:

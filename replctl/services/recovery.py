@@ -105,7 +105,7 @@ def recover(
     reason: str | None = None,
     dry_run: bool = False,
     manifests: list[Manifest] | None = None,
-) -> dict[str, Any]:
+) -> dr.RecoveryOutcome:
     """`recover location NAME [--lost-from SEQ] [--accept-loss]`. `manifests` are the backups the backup
     store holds (None: unreadable), for BK3's refusal of a recovery that would lose what a backup holds."""
     with catalog.transaction() as tx:
@@ -122,8 +122,8 @@ def recover(
         reason=reason,
         resources=[location_resource(n) for n in [name, *around]],
         dry_run=dry_run,
-        body=lambda ctx: _recover(
-            ctx, engine, name, declared=lost_from, accept_loss=accept_loss, manifests=manifests
+        body=lambda ctx: dr.RecoveryOutcome.of(
+            _recover(ctx, engine, name, declared=lost_from, accept_loss=accept_loss, manifests=manifests)
         ),
     )
 

@@ -196,9 +196,9 @@ def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
     replication.replicate_all(catalog, plane)
     _append(catalog, plane, "A", "a2", "a3")  # never reached B: lost for good below
     recovery.drill(catalog, plane, "A", 2)
-    plan = recovery.recover(catalog, plane, "A", dry_run=True)
+    plan = recovery.recover(catalog, plane, "A", dry_run=True).to_json()
     assert (plan["lost_from"], plan["rounds"]) == (2, [{"round": 1, "sources": ["B"], "written": None}])
-    doc = recovery.recover(catalog, plane, "A")
+    doc = recovery.recover(catalog, plane, "A").to_json()
     # DR2: A re-reads B from the start; DR1: T is the seq recorded before the loss, never reused.
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
     assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}
