@@ -14,7 +14,7 @@ from rich.tree import Tree
 from replctl.cli.boundary import printable
 from replctl.cli.output import emit_json, stderr, stdout, timestamp_text
 from replctl.core.model import Change, Connection
-from replctl.services.views import location_json
+from replctl.services.views import connection_json, location_json
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
@@ -123,17 +123,7 @@ def topology_view_json(view: TopologyView) -> dict[str, Any]:
     state = view.state
     return {
         "locations": [location_json(loc) for loc in view.locations],
-        "connections": [
-            {
-                "source": c.source,
-                "target": c.target,
-                "state": c.state.value,
-                "filter": c.filter,
-                "ever_filtered": c.ever_filtered,
-                "history": c.history.value,
-            }
-            for c in view.connections
-        ],
+        "connections": [connection_json(c) for c in view.connections],
         "history_edges": [
             {"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
             for s, t in sorted(state.edges)

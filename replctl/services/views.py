@@ -1,11 +1,12 @@
-"""JSON views of core values that several documents share (status, location list, topology show)."""
+"""JSON views of core values that several documents share (status, location list, topology show): one per
+concept, so that a location or a connection reads the same in every document."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from replctl.core.damage import SegmentDamage
-from replctl.core.model import Location, LocationState
+from replctl.core.model import Connection, Location, LocationState
 
 
 def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> dict[str, Any]:
@@ -27,3 +28,15 @@ def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> d
             {"path": d.segment.path, "seq_lo": d.segment.seq_lo, "reason": d.reason} for d in damage
         ]
     return doc
+
+
+def connection_json(conn: Connection) -> dict[str, Any]:
+    """A connection as `topology show --json` lists it; `status --json` adds its progress, lag and reason."""
+    return {
+        "source": conn.source,
+        "target": conn.target,
+        "state": conn.state.value,
+        "filter": conn.filter,
+        "ever_filtered": conn.ever_filtered,
+        "history": conn.history.value,
+    }
