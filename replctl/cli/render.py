@@ -21,34 +21,6 @@ if TYPE_CHECKING:
     from replctl.services.topology import TopologyOutcome, TopologyView
 
 
-def change_json(change: Change) -> dict[str, Any]:
-    """A recorded topology change, only the fields its kind uses."""
-    doc: dict[str, Any] = {"id": change.id, "kind": change.kind.value}
-    for name in (
-        "location",
-        "source",
-        "target",
-        "filter",
-        "group",
-        "failover_from",
-        "failover_to",
-        "at",
-        "actor",
-        "reason",
-        "operation",
-    ):
-        value = getattr(change, name)
-        if value is not None:
-            doc[name] = value
-    if change.role is not None:
-        doc["role"] = change.role.value
-    if change.history is not None:
-        doc["history"] = change.history.value
-    if change.members:
-        doc["members"] = list(change.members)
-    return doc
-
-
 def cell(value: str | None) -> Text:
     """Operator-typed text (a reason, a filter, a name) for a table cell: control characters escaped, and no
     Rich markup, so that it can neither rewrite the terminal nor restyle the table (issue 19)."""
@@ -76,24 +48,10 @@ def _describe(change: Change) -> str:
     return f"{k} {change.location}" + (f" ({change.role.value})" if change.role else "")
 
 
-def topology_outcome_json(out: TopologyOutcome) -> dict[str, Any]:
-    """JSON of a topology change command."""
-    from replctl.services.topology import violation_json
-
-    return {
-        "ok": True,
-        "dry_run": out.dry_run,
-        "operation": out.operation_id,
-        "changes": [change_json(c) for c in out.changes],
-        "connections": list(out.connections),
-        "warnings": [violation_json(w) for w in out.warnings],
-    }
-
-
 def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
     """Text or JSON for location/topology changes."""
     if app.json:
-        emit_json(topology_outcome_json(out))
+        emit_json(out.to_json())
         return
     console = stdout()
     prefix = "would record" if out.dry_run else "recorded"

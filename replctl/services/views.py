@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from replctl.core.damage import SegmentDamage
-from replctl.core.model import Connection, Location, LocationState
+from replctl.core.model import Change, Connection, Location, LocationState
 
 
 def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> dict[str, Any]:
@@ -40,3 +40,31 @@ def connection_json(conn: Connection) -> dict[str, Any]:
         "ever_filtered": conn.ever_filtered,
         "history": conn.history.value,
     }
+
+
+def change_json(change: Change) -> dict[str, Any]:
+    """A recorded topology change, only the fields its kind uses."""
+    doc: dict[str, Any] = {"id": change.id, "kind": change.kind.value}
+    for name in (
+        "location",
+        "source",
+        "target",
+        "filter",
+        "group",
+        "failover_from",
+        "failover_to",
+        "at",
+        "actor",
+        "reason",
+        "operation",
+    ):
+        value = getattr(change, name)
+        if value is not None:
+            doc[name] = value
+    if change.role is not None:
+        doc["role"] = change.role.value
+    if change.history is not None:
+        doc["history"] = change.history.value
+    if change.members:
+        doc["members"] = list(change.members)
+    return doc
