@@ -238,12 +238,14 @@ def root(
 
 
 def _register() -> None:
-    from replctl.cli import data_cmds, demo, location, ops, setup, topology
+    from replctl.cli import delete, demo, drill, location, log, ops, recover, replicate, setup, topology
 
     setup.register(app)
     app.add_typer(location.app, name="location")
     app.add_typer(topology.app, name="topology")
-    data_cmds.register(app)
+    # The data-plane nouns, one module each, in the order `replctl --help` lists them.
+    for noun in (log, replicate, delete, recover, drill):
+        noun.register(app)
     app.add_typer(ops.app, name="ops")
     from replctl.cli import backup
 

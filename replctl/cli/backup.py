@@ -251,7 +251,7 @@ def prune(
             emit_json({"ok": True, **out})
             return
         verb = "would remove" if out["dry_run"] else "removed"
-        render_unrecoverable(stdout(), out)
+        render_unrecoverable(stdout(), out.get("makes_unrecoverable", []), dry_run=out["dry_run"])
         for backup_id in out["removed"]:
             stdout().print(f"{verb} backup {backup_id}", markup=False)
         stdout().print(

@@ -34,7 +34,9 @@ import typer
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
+from replctl.cli.outcomes import exit_code, present
 from replctl.cli.output import emit_error, emit_json, notation, stderr, stdout
+from replctl.core.outcomes import Outcome
 from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
 
@@ -139,7 +141,8 @@ def _refuse_plan_out(ctx: typer.Context, app: AppContext, effect: Effect) -> Non
 def _json_document(
     app: AppContext, render: Callable[[AppContext, Any], int | None], outcome: Any
 ) -> tuple[dict[str, Any], int]:
-    """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing."""
+    """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing
+    (for the commands whose services return no typed `Outcome` yet)."""
     as_json = replace(app, settings=replace(app.settings, output="json"))
     buffer = io.StringIO()
     with redirect_stdout(buffer), notation("json"):
@@ -173,7 +176,11 @@ def _plan(
     inputs = input_digests(ctx)
     with planning():
         outcome = action(app)
-    document, code = _json_document(app, render, outcome)
+    if isinstance(outcome, Outcome):
+        # The plan is what the service planned, never what a renderer made of it (issue 15).
+        document, code = outcome.to_json(), exit_code(outcome)
+    else:
+        document, code = _json_document(app, render, outcome)
     plan = new_plan(
         recorded_command(ctx, app),
         catalog_url=catalog.url,
@@ -273,8 +280,7 @@ def _run(
 
                     scope.enter_context(applying(app_ctx.applied))
                 outcome = action(app_ctx)
-            if render is not None:
-                code = render(app_ctx, outcome) or 0
+            code = present(app_ctx, render, outcome)
     except Interrupted:
         raise
     except ReplctlError as exc:

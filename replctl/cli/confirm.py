@@ -18,10 +18,12 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from replctl.cli.outcomes import present
 from replctl.errors import Refused
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
+    from replctl.services.deletion import DeletionOutcome
 
 # A deletion of up to this many events (by seq range) runs without asking: trimming a log's head is routine.
 DELETE_WITHOUT_ASKING = 1000
@@ -56,8 +58,7 @@ def ask(
     asked = question(preview)
     if asked is None:
         return
-    if render is not None:
-        render(app, preview)
+    present(app, render, preview)
     try:
         confirmed = typer.confirm(asked, default=False)
     except typer.Abort:  # end of input or Ctrl-C at the prompt
@@ -73,11 +74,11 @@ def ask(
 def deletion_question(location: str, dry_run: bool) -> Question:
     """The question before `delete`: only when it would hide or delete more than `DELETE_WITHOUT_ASKING`."""
 
-    def question(preview: dict[str, Any]) -> str | None:
+    def question(preview: DeletionOutcome) -> str | None:
         # A dry run reports `deleted_upto` as the run leaves it; what it would cut starts at `would_delete`.
-        would = preview.get("would_delete")
-        first = would["from"] if would else preview["deleted_upto"] + 1
-        last = preview["logical_deleted_upto"]
+        would = preview.would_delete
+        first = would["from"] if would else preview.deleted_upto + 1
+        last = preview.logical_deleted_upto
         if would:
             last = max(last, would["upto"])
         if dry_run or last - first + 1 <= DELETE_WITHOUT_ASKING:

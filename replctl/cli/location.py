@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -11,9 +11,12 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.completion import location_names
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
-from replctl.cli.render import render_topology_outcome, topology_outcome_json, vector_text
+from replctl.cli.render import render_topology_outcome, vector_text
 from replctl.core.model import Role
 from replctl.services.views import location_json
+
+if TYPE_CHECKING:
+    from replctl.services.retirement import RetirementOutcome
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
 
@@ -160,14 +163,8 @@ def retire(
             dry_run=dry_run or app.planning,
         )
 
-    def render(app: AppContext, out: Any) -> None:
+    def render(app: AppContext, out: RetirementOutcome) -> None:
         pruning = out.pruning
-        if app.json:
-            doc = topology_outcome_json(out.retirement)
-            if pruning is not None:
-                doc["prune"] = pruning
-            emit_json(doc)
-            return
         if pruning is None or out.retirement.changes:
             render_topology_outcome(app, out.retirement)
         else:
@@ -203,4 +200,4 @@ def retire(
     run(ctx, action, render, effect=Effect.OPERATION, question=question)
 
 
-__all__ = ["app", "topology_outcome_json"]
+__all__ = ["app"]

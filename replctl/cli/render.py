@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -14,39 +14,11 @@ from rich.tree import Tree
 from replctl.cli.boundary import printable
 from replctl.cli.output import emit_json, stderr, stdout, timestamp_text
 from replctl.core.model import Change, Connection
-from replctl.services.views import location_json
+from replctl.services.views import connection_json, location_json
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
     from replctl.services.topology import TopologyOutcome, TopologyView
-
-
-def change_json(change: Change) -> dict[str, Any]:
-    """A recorded topology change, only the fields its kind uses."""
-    doc: dict[str, Any] = {"id": change.id, "kind": change.kind.value}
-    for name in (
-        "location",
-        "source",
-        "target",
-        "filter",
-        "group",
-        "failover_from",
-        "failover_to",
-        "at",
-        "actor",
-        "reason",
-        "operation",
-    ):
-        value = getattr(change, name)
-        if value is not None:
-            doc[name] = value
-    if change.role is not None:
-        doc["role"] = change.role.value
-    if change.history is not None:
-        doc["history"] = change.history.value
-    if change.members:
-        doc["members"] = list(change.members)
-    return doc
 
 
 def cell(value: str | None) -> Text:
@@ -76,24 +48,10 @@ def _describe(change: Change) -> str:
     return f"{k} {change.location}" + (f" ({change.role.value})" if change.role else "")
 
 
-def topology_outcome_json(out: TopologyOutcome) -> dict[str, Any]:
-    """JSON of a topology change command."""
-    from replctl.services.topology import violation_json
-
-    return {
-        "ok": True,
-        "dry_run": out.dry_run,
-        "operation": out.operation_id,
-        "changes": [change_json(c) for c in out.changes],
-        "connections": list(out.connections),
-        "warnings": [violation_json(w) for w in out.warnings],
-    }
-
-
 def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
     """Text or JSON for location/topology changes."""
     if app.json:
-        emit_json(topology_outcome_json(out))
+        emit_json(out.to_json())
         return
     console = stdout()
     prefix = "would record" if out.dry_run else "recorded"
@@ -123,17 +81,7 @@ def topology_view_json(view: TopologyView) -> dict[str, Any]:
     state = view.state
     return {
         "locations": [location_json(loc) for loc in view.locations],
-        "connections": [
-            {
-                "source": c.source,
-                "target": c.target,
-                "state": c.state.value,
-                "filter": c.filter,
-                "ever_filtered": c.ever_filtered,
-                "history": c.history.value,
-            }
-            for c in view.connections
-        ],
+        "connections": [connection_json(c) for c in view.connections],
         "history_edges": [
             {"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
             for s, t in sorted(state.edges)
@@ -357,14 +305,14 @@ def recoverable_text(name: str, rec: dict[str, Any] | None) -> str:
     return f"no (would lose {shortfall_text(rec['shortfall'])}; fix: replctl backup create {name})"
 
 
-def render_unrecoverable(console: Console, doc: dict[str, Any]) -> None:
-    """BK4's warning lines of `delete` and `backup prune`: each location the command makes (or would make)
-    unrecoverable, what it would lose, and the command that fixes it."""
+def render_unrecoverable(console: Console, made: Iterable[Mapping[str, Any]], *, dry_run: bool) -> None:
+    """BK4's warning lines of `delete` and `backup prune`: each location the command makes (or would make,
+    `dry_run`) unrecoverable, what it would lose, and the command that fixes it."""
     from replctl.core.backups import shortfall_text
 
-    for hurt in doc.get("makes_unrecoverable", []):
+    for hurt in made:
         console.print(
-            f"warning [BK4]: {hurt['location']} {'would become' if doc['dry_run'] else 'is now'} "
+            f"warning [BK4]: {hurt['location']} {'would become' if dry_run else 'is now'} "
             f"unrecoverable (would lose {shortfall_text(hurt['shortfall'])}); fix: {hurt['fix']}",
             markup=False,
         )

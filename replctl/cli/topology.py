@@ -12,7 +12,6 @@ from replctl.cli.completion import group_names, location_names, location_or_grou
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.cli.render import (
-    change_json,
     render_history,
     render_topology_outcome,
     render_topology_view,
@@ -20,6 +19,7 @@ from replctl.cli.render import (
 )
 from replctl.core.model import HistoryMode
 from replctl.errors import InvalidInput
+from replctl.services.views import change_json
 
 app = typer.Typer(help="Replication connections, filters, groups and their history.", no_args_is_help=True)
 

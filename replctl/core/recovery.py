@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from replctl.core.model import Connection, Location, LocationState, Segment
+from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import VectorTime
 
@@ -266,3 +268,105 @@ def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) 
         f"{k}: deleted up to {d}, {recovering} has {c}" for k, (d, c) in sorted(missing.items())
     )
     return Refusal(source, "DR4", f"{source} has deleted events {recovering} lacks ({parts})", missing)
+
+
+@dataclass(frozen=True)
+class DrillOutcome(AllOrNothing):
+    """`drill disaster`: the segments destroyed from `from_seq` on, and the one cut in place (if any)."""
+
+    location: str
+    from_seq: int
+    dry_run: bool
+    destroyed_segments: tuple[str, ...]
+    truncated_segment: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """`drill disaster --json` (cli.md)."""
+        return {
+            "ok": True,
+            "location": self.location,
+            "from": self.from_seq,
+            "dry_run": self.dry_run,
+            "destroyed_segments": list(self.destroyed_segments),
+            "truncated_segment": self.truncated_segment,
+        }
+
+
+@dataclass(frozen=True)
+class RecoveryOutcome:
+    """`recover location` (also `--from-backup`): what was lost, what each step did, what is lost for good.
+
+    `clock` is `before`, `after` (None when only running tells, a dry run whose rounds write) and, once the
+    metadata step ran, `floor` (DR1). `discarded` and `lost` map an origin to its `[lo, hi]` origin times.
+    `backup` is the restored backup (BK2); `survivors_upto` the last seq the log kept, once the metadata step
+    ran; `nothing_to_do` says the store held every catalogued event.
+    """
+
+    location: str
+    lost_from: int | None
+    dry_run: bool
+    clock: dict[str, int | None]
+    progress_resets: tuple[dict[str, Any], ...]
+    rounds: tuple[dict[str, Any], ...]
+    refused: tuple[dict[str, Any], ...]
+    accepted: tuple[str, ...]
+    cvv: dict[str, int]
+    discarded: dict[str, list[int]]
+    lost: dict[str, list[int]]
+    backup: str | None = None
+    survivors_upto: int | None = None
+    nothing_to_do: bool = False
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> RecoveryOutcome:
+        """The outcome of the report the recovery steps fill in (`services.recovery`, `services.restore`)."""
+        unknown = set(doc) - _RECOVERY_KEYS
+        if unknown:  # a key a step added but the outcome would drop: a bug, never a silent change of --json
+            raise ValueError(f"recovery report keys without a place in RecoveryOutcome: {sorted(unknown)}")
+        return cls(
+            location=doc["location"],
+            lost_from=doc["lost_from"],
+            dry_run=doc["dry_run"],
+            clock=dict(doc["clock"]),
+            progress_resets=tuple(doc["progress_resets"]),
+            rounds=tuple(doc["rounds"]),
+            refused=tuple(doc["refused"]),
+            accepted=tuple(doc["accepted"]),
+            cvv=doc["cvv"],
+            discarded=doc["discarded"],
+            lost=doc["lost"],
+            backup=doc.get("backup"),
+            survivors_upto=doc.get("survivors_upto"),
+            nothing_to_do=doc.get("nothing_to_do", False),
+        )
+
+    @property
+    def completion(self) -> Completion:
+        """Incomplete (exit 5) when a neighbour was refused as a source (DR5) and nothing was consented."""
+        return Completion.INCOMPLETE if self.refused and not self.dry_run else Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """`recover location --json` (cli.md), keys in the order the runbooks have always seen."""
+        doc: dict[str, Any] = {"ok": True, "location": self.location}
+        if self.backup is not None:
+            doc["backup"] = self.backup
+        doc.update(
+            lost_from=self.lost_from,
+            dry_run=self.dry_run,
+            clock=self.clock,
+            progress_resets=list(self.progress_resets),
+            rounds=list(self.rounds),
+            refused=list(self.refused),
+            accepted=list(self.accepted),
+            cvv=self.cvv,
+            discarded=self.discarded,
+            lost=self.lost,
+        )
+        if self.nothing_to_do:
+            doc["nothing_to_do"] = True
+        if self.survivors_upto is not None:
+            doc["survivors_upto"] = self.survivors_upto
+        return doc
+
+
+_RECOVERY_KEYS = frozenset(RecoveryOutcome.__dataclass_fields__)

@@ -10,9 +10,11 @@ uninterrupted run (`merge_runs` is a function of the rows alone).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from replctl.core.compaction import orphans, plan_compaction
+from replctl.core.outcomes import AllOrNothing
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
@@ -24,6 +26,39 @@ from replctl.services.ports import Catalog, DataPlane
 DEFAULT_TARGET_SIZE = 1_000_000
 
 
+@dataclass(frozen=True)
+class MergedRun:
+    """A run of `count` adjacent segments merged (or to merge) into one, seq `seq_lo`..`seq_hi`."""
+
+    count: int
+    seq_lo: int
+    seq_hi: int
+
+
+@dataclass(frozen=True)
+class CompactionOutcome(AllOrNothing):
+    """`log compact`: the runs merged, the orphans collected (`--gc`), the segment count before and after."""
+
+    location: str
+    dry_run: bool
+    segments_before: int
+    merged: tuple[MergedRun, ...]
+    segments_after: int
+    orphans_removed: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """`log compact --json` (cli.md)."""
+        return {
+            "ok": True,
+            "location": self.location,
+            "dry_run": self.dry_run,
+            "segments_before": self.segments_before,
+            "merged": [{"from": m.count, "seq_lo": m.seq_lo, "seq_hi": m.seq_hi} for m in self.merged],
+            "orphans_removed": list(self.orphans_removed),
+            "segments_after": self.segments_after,
+        }
+
+
 def compact(
     catalog: Catalog,
     engine: DataPlane,
@@ -33,10 +68,10 @@ def compact(
     target_size: int = DEFAULT_TARGET_SIZE,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> CompactionOutcome:
     """Merge runs of small segments of one log; with `gc`, remove segment folders no catalog row names."""
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> CompactionOutcome:
         with ctx.transaction() as tx:
             loc = get_location(tx, name)
             clk = clocks(tx.locations())
@@ -45,16 +80,15 @@ def compact(
         refuse_unwritable(engine.store, loc, segments)
         planned = plan_compaction(segments, target_size)
         runs = planned.runs
-        doc: dict[str, Any] = {
-            "location": name,
-            "dry_run": ctx.dry_run,
-            "segments_before": planned.segments_before,
-            "merged": [{"from": len(run), "seq_lo": run[0].seq_lo, "seq_hi": run[-1].seq_hi} for run in runs],
-            "orphans_removed": [],
+        doc = CompactionOutcome(
+            location=name,
+            dry_run=ctx.dry_run,
+            segments_before=planned.segments_before,
+            merged=tuple(MergedRun(len(run), run[0].seq_lo, run[-1].seq_hi) for run in runs),
             # Issue 14: the count after comes from the plan, for the dry run as for the run (under the
             # location's lease nothing else changes this log's rows meanwhile).
-            "segments_after": planned.segments_after,
-        }
+            segments_after=planned.segments_after,
+        )
         if not ctx.dry_run:
             for run in runs:
                 out_rel = engine.store.new_segment_path(name, run[0].seq_lo)
@@ -86,7 +120,7 @@ def compact(
             with ctx.transaction() as tx:
                 named = {s.path for s in tx.segments(name)}
             found = orphans(engine.store.list_segment_dirs(name), named)
-            doc["orphans_removed"] = found
+            doc = replace(doc, orphans_removed=tuple(found))
             if not ctx.dry_run:
                 for path in found:
                     engine.store.remove(path)

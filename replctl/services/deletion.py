@@ -7,12 +7,13 @@ commits (a crash leaves unreferenced files, which are never read and are collect
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from replctl.core import deletion as plan
 from replctl.core.model import Location, LocationState, Segment
+from replctl.core.outcomes import Completion
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
@@ -22,6 +23,88 @@ from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A target that holds a physical deletion back (DEL3): it still needs `first_blocked_seq`."""
+
+    target: str
+    first_blocked_seq: int
+
+
+@dataclass(frozen=True)
+class DeletionOutcome:
+    """`delete`: how far the log is deleted logically and physically, and what still waits (DEL1–DEL4).
+
+    A dry run reports the state the run leaves, with `would_delete` the seqs it would cut physically.
+    `makes_unrecoverable` (BK4) is None when the backups check did not run (a logical deletion, no cut).
+    """
+
+    location: str
+    requested_upto: int
+    logical: bool
+    dry_run: bool
+    logical_deleted_upto: int
+    deleted_upto: int
+    dvv: dict[str, int]
+    pending: bool
+    pending_upto: int | None
+    blocked_by: tuple[Blocker, ...]
+    would_delete: dict[str, int] | None
+    makes_unrecoverable: tuple[dict[str, Any], ...] | None = None
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> DeletionOutcome:
+        """The outcome of one request as `delete_in` reports it (also to the retries after replication)."""
+        unknown = set(doc) - _DELETION_KEYS
+        if unknown:  # a key `delete_in` added but the outcome would drop: a bug, never a silent --json change
+            raise ValueError(f"deletion report keys without a place in DeletionOutcome: {sorted(unknown)}")
+        hurt = doc.get("makes_unrecoverable")
+        return cls(
+            location=doc["location"],
+            requested_upto=doc["requested_upto"],
+            logical=doc["logical"],
+            dry_run=doc["dry_run"],
+            logical_deleted_upto=doc["logical_deleted_upto"],
+            deleted_upto=doc["deleted_upto"],
+            dvv=doc["dvv"],
+            pending=doc["pending"],
+            pending_upto=doc["pending_upto"],
+            blocked_by=tuple(Blocker(b["target"], b["first_blocked_seq"]) for b in doc["blocked_by"]),
+            would_delete=doc["would_delete"],
+            makes_unrecoverable=None if hurt is None else tuple(hurt),
+        )
+
+    @property
+    def completion(self) -> Completion:
+        """Incomplete (exit 5) while the physical deletion waits for a target (DEL4 retries it)."""
+        return Completion.INCOMPLETE if self.pending and not self.dry_run else Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """`delete --json` (cli.md)."""
+        doc: dict[str, Any] = {
+            "ok": True,
+            "location": self.location,
+            "requested_upto": self.requested_upto,
+            "logical": self.logical,
+            "dry_run": self.dry_run,
+            "logical_deleted_upto": self.logical_deleted_upto,
+            "deleted_upto": self.deleted_upto,
+            "dvv": self.dvv,
+            "pending": self.pending,
+            "pending_upto": self.pending_upto,
+            "blocked_by": [
+                {"target": b.target, "first_blocked_seq": b.first_blocked_seq} for b in self.blocked_by
+            ],
+            "would_delete": self.would_delete,
+        }
+        if self.makes_unrecoverable is not None:
+            doc["makes_unrecoverable"] = list(self.makes_unrecoverable)
+        return doc
+
+
+_DELETION_KEYS = frozenset(DeletionOutcome.__dataclass_fields__)
 
 
 def _report_cut(doc: dict[str, Any], cut: plan.Cut, cut_bound: int, *, pending: bool) -> None:
@@ -280,7 +363,7 @@ def delete(
     reason: str | None = None,
     dry_run: bool = False,
     guard: DeletionGuard | None = None,
-) -> dict[str, Any]:
+) -> DeletionOutcome:
     """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4)."""
     if (upto is None) == (older_than is None):
         raise InvalidInput(
@@ -291,7 +374,7 @@ def delete(
     if upto is not None and upto < 0:
         raise InvalidInput(f"--upto takes a seq ≥ 0, got {upto}", code="bad-number")
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> DeletionOutcome:
         requested = upto
         if requested is None:
             assert older_than is not None
@@ -301,7 +384,7 @@ def delete(
                 segments = tx.segments(name)
             found = engine.last_seq_emitted_before(segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
-        return delete_in(ctx, engine, name, requested, logical=logical, guard=guard)
+        return DeletionOutcome.of(delete_in(ctx, engine, name, requested, logical=logical, guard=guard))
 
     return operation(
         catalog,

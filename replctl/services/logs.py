@@ -23,6 +23,7 @@ from replctl.core.damage import describe
 from replctl.core.events import MAX_PAYLOAD_BYTES, NewEvent, parse_event_text, parse_jsonl
 from replctl.core.journal import Operation, Outcome
 from replctl.core.model import Role, Segment
+from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
@@ -109,6 +110,42 @@ def read_source(
 
 
 APPEND_COMMAND = "log append"
+
+
+@dataclass(frozen=True)
+class AppendOutcome(AllOrNothing):
+    """`log append`: the seqs the events took (EM1) and the location's CVV after them (EM2).
+
+    A dry run knows `seq_to` and `cvv` only when it knows the count (not for a Parquet file's, issue 14);
+    `resumed_from` is the interrupted append this one completed instead of appending again (REP3).
+    """
+
+    location: str
+    dry_run: bool
+    appended: int | None
+    seq_from: int
+    seq_to: int | None = None
+    cvv: dict[str, int] | None = None
+    resumed_from: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """`log append --json` (cli.md): the keys a dry run cannot know are left out, not null."""
+        doc: dict[str, Any] = {
+            "ok": True,
+            "location": self.location,
+            "dry_run": self.dry_run,
+            "appended": self.appended,
+            "seq_from": self.seq_from,
+        }
+        if self.seq_to is not None:
+            doc["seq_to"] = self.seq_to
+        if self.cvv is not None:
+            doc["cvv"] = self.cvv
+        if self.resumed_from is not None:
+            doc["resumed_from"] = self.resumed_from
+        return doc
+
+
 # The journal step committed with the segment row: its presence is what "the events are in" means.
 APPEND_STEP = "append"
 
@@ -121,7 +158,7 @@ def append(
     *,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> AppendOutcome:
     """`log append`: EM1 numbering and clocks, refused at hub and read-only locations (ROLE1).
 
     Idempotent across a crash (REP3): when the latest append of the same input (`AppendSource.digest`) at
@@ -131,7 +168,7 @@ def append(
     """
     digest = source.digest()
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> AppendOutcome:
         with catalog.transaction() as tx:
             loc = get_location(tx, name)
             clk = clocks(tx.locations())
@@ -150,19 +187,20 @@ def append(
             return _resume(ctx, name, digest, interrupted)
         if ctx.dry_run:
             count = source.generate or len(source.events) or None
-            doc: dict[str, Any] = {
-                "location": name,
-                "dry_run": True,
-                "appended": count,
-                "seq_from": loc.seq + 1,
-            }
-            if count is not None:
-                # EM1/EM2: consecutive seqs from seq_from; CVV-X grows by the last event's vt (issue 14: the
-                # dry run reports what the run will, where the count is known before reading a Parquet file).
-                seq_to = loc.seq + count
-                last_vt = clk.emission_base(loc.cvv) | VectorTime({name: seq_to})
-                doc.update(seq_to=seq_to, cvv=(loc.cvv | last_vt).to_dict())
-            return doc
+            if count is None:
+                return AppendOutcome(name, dry_run=True, appended=None, seq_from=loc.seq + 1)
+            # EM1/EM2: consecutive seqs from seq_from; CVV-X grows by the last event's vt (issue 14: the
+            # dry run reports what the run will, where the count is known before reading a Parquet file).
+            seq_to = loc.seq + count
+            last_vt = clk.emission_base(loc.cvv) | VectorTime({name: seq_to})
+            return AppendOutcome(
+                name,
+                dry_run=True,
+                appended=count,
+                seq_from=loc.seq + 1,
+                seq_to=seq_to,
+                cvv=(loc.cvv | last_vt).to_dict(),
+            )
         out_rel = engine.store.new_segment_path(name, loc.seq + 1)
         # EM1 after a clock pruning: new vts leave pruned ids out (RET2).
         base = clk.emission_base(loc.cvv).to_dict()
@@ -203,14 +241,14 @@ def append(
                     "digest": digest,
                 },
             )
-        return {
-            "location": name,
-            "dry_run": False,
-            "appended": stats.count,
-            "seq_from": stats.seq_lo,
-            "seq_to": stats.seq_hi,
-            "cvv": (current.cvv | VectorTime(stats.vt_lub)).to_dict(),
-        }
+        return AppendOutcome(
+            name,
+            dry_run=False,
+            appended=stats.count,
+            seq_from=stats.seq_lo,
+            seq_to=stats.seq_hi,
+            cvv=(current.cvv | VectorTime(stats.vt_lub)).to_dict(),
+        )
 
     return operation(
         catalog,
@@ -253,20 +291,13 @@ def interrupted_append(
     return None
 
 
-def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operation) -> dict[str, Any]:
+def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operation) -> AppendOutcome:
     """Complete the interrupted append instead of appending again: its events are already in (REP3)."""
     detail = next(step.detail for step in interrupted.steps if step.name == APPEND_STEP)
     count, seq_hi = int(detail["count"]), int(detail["seq_hi"])
     seq_lo = int(detail.get("seq_lo", seq_hi - count + 1))
-    doc: dict[str, Any] = {
-        "location": name,
-        "dry_run": ctx.dry_run,
-        "appended": count,
-        "seq_from": seq_lo,
-        "seq_to": seq_hi,
-    }
     with ctx.transaction() as tx:
-        doc["cvv"] = get_location(tx, name).cvv.to_dict()
+        cvv = get_location(tx, name).cvv.to_dict()
         if not ctx.dry_run and ctx.id is not None:
             # Both operations' journals say what happened, in one transaction with the lease check.
             tx.complete_interrupted(interrupted.id, by=ctx.id)
@@ -275,8 +306,15 @@ def _resume(ctx: OperationContext, name: str, digest: str, interrupted: Operatio
                 "resume",
                 {"operation": interrupted.id, "seq_lo": seq_lo, "seq_hi": seq_hi, "digest": digest},
             )
-    doc["resumed_from"] = interrupted.id
-    return doc
+    return AppendOutcome(
+        name,
+        dry_run=ctx.dry_run,
+        appended=count,
+        seq_from=seq_lo,
+        seq_to=seq_hi,
+        cvv=cvv,
+        resumed_from=interrupted.id,
+    )
 
 
 def check_stored(engine: DataPlane, name: str, segments: list[Segment]) -> None:
@@ -373,7 +411,59 @@ def _read_events(
         raise EnvironmentFailure(damaged.message, code="store-damaged", hint=damaged.hint) from damaged
 
 
-def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LogCheck:
+    """One log's verdict under `log verify`: the invariant violations found (none: the log is ok)."""
+
+    location: str
+    violations: tuple[dict[str, Any], ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether every invariant holds on this log."""
+        return not self.violations
+
+
+@dataclass(frozen=True)
+class VerifyOutcome:
+    """`log verify`: each log's check and the topology's I6 violations; violated when any is found."""
+
+    logs: tuple[LogCheck, ...]
+    topology: tuple[dict[str, Any], ...]
+
+    @property
+    def completion(self) -> Completion:
+        """Violated (exit 3) when any log or the topology breaks an invariant."""
+        return (
+            Completion.VIOLATED
+            if self.topology or not all(log.ok for log in self.logs)
+            else Completion.COMPLETE
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """`log verify --json` (cli.md): on a violation `ok` is false and `error` names the first one."""
+        bad = [log for log in self.logs if not log.ok]
+        failed = self.completion is Completion.VIOLATED
+        doc: dict[str, Any] = {
+            "ok": not failed,
+            "logs": [
+                {"location": log.location, "ok": log.ok, "violations": list(log.violations)}
+                for log in self.logs
+            ],
+            "topology": list(self.topology),
+        }
+        if failed:
+            first = bad[0].violations[0] if bad else self.topology[0]
+            where = f"{bad[0].location}: " if bad else ""
+            doc["error"] = {
+                "code": first["invariant"],
+                "message": where + first["message"],
+                "hint": "inspect it with: replctl log show " + (bad[0].location if bad else ""),
+            }
+        return doc
+
+
+def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> VerifyOutcome:
     """`log verify`: the invariants of rules.md §9 on each log; the catalog-only ones without Spark."""
     from replctl.core.topology_rules import validate as validate_state
     from replctl.services.topology import load_state
@@ -386,7 +476,7 @@ def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> dict[str, A
         connections = tx.connections()
         segments = {n: tx.segments(n) for n in wanted}
         state = load_state(tx)
-    report: list[dict[str, Any]] = []
+    report: list[LogCheck] = []
     for n in wanted:
         loc = every[n]
         found: list[dict[str, Any]] = []
@@ -403,12 +493,11 @@ def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> dict[str, A
             log_invariants(engine, segments[n], seq=loc.seq, cvv=loc.cvv, dvv=loc.dvv, baseline=loc.baseline)
             + found
         )
-        report.append({"location": n, "ok": not found, "violations": found})
+        report.append(LogCheck(n, tuple(found)))
     i6 = [v for v in validate_state(state) if not v.warning]
-    return {
-        "logs": report,
-        "topology": [{"invariant": "I6", "code": v.code, "message": v.message} for v in i6],
-    }
+    return VerifyOutcome(
+        tuple(report), tuple({"invariant": "I6", "code": v.code, "message": v.message} for v in i6)
+    )
 
 
 def log_invariants(

@@ -41,7 +41,7 @@ def drill(
     *,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> dr.DrillOutcome:
     """`drill disaster LOC --from SEQ`: destroy the stored events with seq ≥ SEQ; the catalog is left as it was."""
     if from_seq < 1:
         raise InvalidInput(f"--from takes a seq ≥ 1, got {from_seq}", code="bad-number")
@@ -52,7 +52,7 @@ def drill(
             hint="point --store at a local copy for a game day",
         )
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> dr.DrillOutcome:
         with ctx.transaction() as tx:
             loc = get_location(tx, name)
             segments = tx.segments(name)
@@ -66,13 +66,13 @@ def drill(
                 hint="drill an active location: replctl location list",
             )
         split = dr.split_segments(segments, from_seq)
-        doc = {
-            "location": name,
-            "from": from_seq,
-            "dry_run": ctx.dry_run,
-            "destroyed_segments": [s.path for s in split.lost],
-            "truncated_segment": split.straddle.path if split.straddle else None,
-        }
+        doc = dr.DrillOutcome(
+            location=name,
+            from_seq=from_seq,
+            dry_run=ctx.dry_run,
+            destroyed_segments=tuple(s.path for s in split.lost),
+            truncated_segment=split.straddle.path if split.straddle else None,
+        )
         if ctx.dry_run:
             return doc
         if split.straddle is not None:
@@ -106,7 +106,7 @@ def recover(
     reason: str | None = None,
     dry_run: bool = False,
     manifests: list[Manifest] | None = None,
-) -> dict[str, Any]:
+) -> dr.RecoveryOutcome:
     """`recover location NAME [--lost-from SEQ] [--accept-loss]`. `manifests` are the backups the backup
     store holds (None: unreadable), for BK3's refusal of a recovery that would lose what a backup holds."""
     with catalog.transaction() as tx:
@@ -123,8 +123,8 @@ def recover(
         reason=reason,
         resources=[location_resource(n) for n in [name, *around]],
         dry_run=dry_run,
-        body=lambda ctx: _recover(
-            ctx, engine, name, declared=lost_from, accept_loss=accept_loss, manifests=manifests
+        body=lambda ctx: dr.RecoveryOutcome.of(
+            _recover(ctx, engine, name, declared=lost_from, accept_loss=accept_loss, manifests=manifests)
         ),
     )
 

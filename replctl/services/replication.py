@@ -14,6 +14,7 @@ from replctl.core.damage import copy_differs
 from replctl.core.deletion import PassOutlook, changed_logs
 from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location, Segment, SegmentFile
+from replctl.core.outcomes import Completion
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
@@ -81,6 +82,37 @@ class PassReport:
             "blocked_at": self.blocked_at,
             "progress": self.progress,
             "reason": self.reason,
+        }
+
+
+# Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while the others
+# ran. Issue 19: so is a pass a concurrent topology change discarded, or one whose locations another operation
+# holds. Each leaves the run incomplete (exit 5): a re-run finishes it.
+UNFINISHED = frozenset({"failed", DAMAGED, "discarded", "skipped"})
+
+
+@dataclass(frozen=True)
+class ReplicationOutcome:
+    """`replicate`: its passes, each with the round it ran in (1 for one connection), and the pending
+    deletions retried after them (DEL4, each as `delete --json` reports it plus the retry's own keys)."""
+
+    dry_run: bool
+    passes: tuple[tuple[int, PassReport], ...]
+    deletions: tuple[dict[str, Any], ...]
+
+    @property
+    def completion(self) -> Completion:
+        """Incomplete when a pass did not finish (`UNFINISHED`); a dry run leaves nothing unfinished."""
+        unfinished = any(report.action in UNFINISHED for _, report in self.passes)
+        return Completion.INCOMPLETE if unfinished and not self.dry_run else Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """`replicate --json` (cli.md)."""
+        return {
+            "ok": True,
+            "dry_run": self.dry_run,
+            "passes": [report.to_json(number) for number, report in self.passes],
+            "deletions": list(self.deletions),
         }
 
 
@@ -569,7 +601,7 @@ def replicate_one(
     *,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> ReplicationOutcome:
     """`replicate SRC DST`: one pass, then every pending deletion is retried (DEL4).
 
     Not only the source's: the pass may have delivered, through SRC, what a deletion at a third location waits
@@ -579,7 +611,7 @@ def replicate_one(
     with catalog.transaction(readonly=True) as tx:
         waiting = {p.location for p in tx.pending_deletions()}
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> ReplicationOutcome:
         with ctx.transaction() as tx:
             source_segments, target_loc = tx.segments(source), get_location(tx, target)
             target_segments = tx.segments(target)
@@ -589,7 +621,7 @@ def replicate_one(
         report = run_pass(ctx, engine, source, target, damage_waits=False)
         outlook = _outlook([report], connections=None) if dry_run else None
         deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook)
-        return {"dry_run": dry_run, "passes": [report.to_json()], "deletions": deletions}
+        return ReplicationOutcome(dry_run, ((1, report),), tuple(deletions))
 
     return operation(
         catalog,
@@ -677,12 +709,12 @@ def _round(ctx: OperationContext, engine: DataPlane, connections: list[Connectio
 
 def replicate_all(
     catalog: Catalog, engine: DataPlane, *, reason: str | None = None, dry_run: bool = False
-) -> dict[str, Any]:
+) -> ReplicationOutcome:
     """`replicate`: every current connection, round after round, until a round changes nothing."""
     with catalog.transaction(readonly=True) as tx:
         live = [loc.name for loc in tx.locations() if not loc.retired]
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> ReplicationOutcome:
         reports: list[PassReport] = []
         rounds: list[int] = []  # the round of each report, 1 first
         failed: set[tuple[str, str]] = set()  # a connection whose filter failed is not retried in this run
@@ -704,13 +736,11 @@ def replicate_all(
         deletions = retry_pending(ctx, engine, only=set(live) if dry_run else leased, outlook=outlook)
         if any(r.action == DAMAGED for r in reports):
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
-        return {
-            "dry_run": dry_run,
-            "passes": [
-                r.to_json(n) for r, n in zip(reports, rounds, strict=True) if r.action != "nothing-new"
-            ],
-            "deletions": deletions,
-        }
+        return ReplicationOutcome(
+            dry_run,
+            tuple((n, r) for r, n in zip(reports, rounds, strict=True) if r.action != "nothing-new"),
+            tuple(deletions),
+        )
 
     return operation(
         catalog,

@@ -42,7 +42,7 @@ def restore(
     accept_loss: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> dr.RecoveryOutcome:
     """BK2: A's log becomes exactly the backup's events, then DR1–DR5. Another location's backup exits 2; a
     missing or damaged one exits 6; both before anything changes."""
     with catalog.transaction(readonly=True) as tx:
@@ -72,7 +72,7 @@ def restore(
         # The backups' lease too (BK1): no prune may remove a file of this backup while it is copied in.
         resources=[backup_resource(name), *(location_resource(n) for n in [name, *around])],
         dry_run=dry_run,
-        body=lambda ctx: _restore(ctx, engine, backups, manifest, accept_loss),
+        body=lambda ctx: dr.RecoveryOutcome.of(_restore(ctx, engine, backups, manifest, accept_loss)),
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.core.jobs import SegmentRewrite
+from replctl.core.outcomes import Completion
 from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location, plan_prune
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
@@ -43,6 +44,18 @@ class RetirementOutcome:
 
     retirement: topology.TopologyOutcome
     pruning: dict[str, Any] | None = None
+
+    @property
+    def completion(self) -> Completion:
+        """Retired (and pruned) whole, or refused."""
+        return Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """`location retire --json`: the retirement's topology document, with `prune` under --prune-clock."""
+        doc = self.retirement.to_json()
+        if self.pruning is not None:
+            doc["prune"] = self.pruning
+        return doc
 
 
 def retire(

@@ -43,7 +43,7 @@ def status(
     """
     from replctl.services.damage import find_damage
     from replctl.services.topology import load_state, violation_json
-    from replctl.services.views import location_json
+    from replctl.services.views import connection_json, location_json
 
     with catalog.transaction(readonly=True) as tx:
         locations = tx.locations()
@@ -72,12 +72,7 @@ def status(
         "locations": views,
         "connections": [
             {
-                "source": c.source,
-                "target": c.target,
-                "state": c.state.value,
-                "filter": c.filter,
-                "ever_filtered": c.ever_filtered,
-                "history": c.history.value,
+                **connection_json(c),
                 "progress": c.progress,
                 "lag": _lag(segments.get(c.source, []), c.progress, cvvs.get(c.target)) if c.current else 0,
                 "reason": c.reason,

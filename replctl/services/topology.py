@@ -21,6 +21,7 @@ from replctl.core.model import (
     Role,
     Violation,
 )
+from replctl.core.outcomes import Completion
 from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState, fold
@@ -35,6 +36,7 @@ from replctl.services.operations import (
     operation,
 )
 from replctl.services.ports import Catalog, CatalogTransaction
+from replctl.services.views import change_json
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,22 @@ class TopologyOutcome:
     connections: tuple[dict[str, Any], ...] = ()  # per new connection: starts now or waits, and why
     operation_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def completion(self) -> Completion:
+        """A topology change is recorded whole or refused."""
+        return Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` document of a topology change command (cli.md)."""
+        return {
+            "ok": True,
+            "dry_run": self.dry_run,
+            "operation": self.operation_id,
+            "changes": [change_json(c) for c in self.changes],
+            "connections": list(self.connections),
+            "warnings": [violation_json(w) for w in self.warnings],
+        }
 
 
 def raise_violations(violations: tuple[Violation, ...] | list[Violation]) -> None:

@@ -1,11 +1,12 @@
-"""JSON views of core values that several documents share (status, location list, topology show)."""
+"""JSON views of core values that several documents share (status, location list, topology show): one per
+concept, so that a location or a connection reads the same in every document."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from replctl.core.damage import SegmentDamage
-from replctl.core.model import Location, LocationState
+from replctl.core.model import Change, Connection, Location, LocationState
 
 
 def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> dict[str, Any]:
@@ -26,4 +27,44 @@ def location_json(loc: Location, damage: list[SegmentDamage] | None = None) -> d
         doc["damage"] = [
             {"path": d.segment.path, "seq_lo": d.segment.seq_lo, "reason": d.reason} for d in damage
         ]
+    return doc
+
+
+def connection_json(conn: Connection) -> dict[str, Any]:
+    """A connection as `topology show --json` lists it; `status --json` adds its progress, lag and reason."""
+    return {
+        "source": conn.source,
+        "target": conn.target,
+        "state": conn.state.value,
+        "filter": conn.filter,
+        "ever_filtered": conn.ever_filtered,
+        "history": conn.history.value,
+    }
+
+
+def change_json(change: Change) -> dict[str, Any]:
+    """A recorded topology change, only the fields its kind uses."""
+    doc: dict[str, Any] = {"id": change.id, "kind": change.kind.value}
+    for name in (
+        "location",
+        "source",
+        "target",
+        "filter",
+        "group",
+        "failover_from",
+        "failover_to",
+        "at",
+        "actor",
+        "reason",
+        "operation",
+    ):
+        value = getattr(change, name)
+        if value is not None:
+            doc[name] = value
+    if change.role is not None:
+        doc["role"] = change.role.value
+    if change.history is not None:
+        doc["history"] = change.history.value
+    if change.members:
+        doc["members"] = list(change.members)
     return doc

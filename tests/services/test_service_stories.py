@@ -43,9 +43,10 @@ def _state(catalog: Catalog, name: str) -> tuple[int, dict[str, int], int, dict[
     return loc.seq, loc.cvv.to_dict(), loc.deleted_upto, loc.dvv.to_dict()
 
 
-def _pass(doc: dict[str, Any], source: str, target: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [p for p in doc["passes"] if (p["source"], p["target"]) == (source, target)]
-    assert len(found) == 1, doc["passes"]
+def _pass(outcome: replication.ReplicationOutcome, source: str, target: str) -> dict[str, Any]:
+    passes = outcome.to_json()["passes"]
+    found: list[dict[str, Any]] = [p for p in passes if (p["source"], p["target"]) == (source, target)]
+    assert len(found) == 1, passes
     return found[0]
 
 
@@ -115,7 +116,7 @@ def test_the_causality_filter_skips_events_another_path_delivered(catalog: Catal
     _append(catalog, plane, "A", "e2")
     # One segment holding e1 (which C has, through B) and e2 (which it lacks): the pass must read it.
     compacted = compaction.compact(catalog, plane, "A")
-    assert compacted["segments_after"] == 1, compacted
+    assert compacted.segments_after == 1, compacted
     doc = replication.replicate_one(catalog, plane, "A", "C")
     report = _pass(doc, "A", "C")
     # REP1 (1): the pass skips e1 (CF1) and writes only e2, its seq shifted past C's (M4 allows the gap).
@@ -136,7 +137,7 @@ def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: Dat
     _append(catalog, plane, "A", "e1", "e2")
     _append(catalog, plane, "A", "e3", "e4")
     replication.replicate_all(catalog, plane)
-    doc = deletion.delete(catalog, plane, "A", upto=3)
+    doc = deletion.delete(catalog, plane, "A", upto=3).to_json()
     assert (doc["deleted_upto"], doc["dvv"], doc["pending"]) == (3, {"A": 3}, False)
     # DEL1: the straddling segment (e3, e4) is rewritten to keep e4; DEL2: DVV is the LUB of what went.
     assert _log(catalog, plane, "A") == [(4, "A", 4, {"A": 4}, "e4")]
@@ -149,8 +150,8 @@ def test_deletion_waits_for_a_target_that_lacks_the_events(catalog: Catalog, pla
     _append(catalog, plane, "A", "e1", "e2", "e3")
     replication.replicate_all(catalog, plane)
     _append(catalog, plane, "A", "e4", "e5")
-    dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True)
-    doc = deletion.delete(catalog, plane, "A", upto=5)
+    dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True).to_json()
+    doc = deletion.delete(catalog, plane, "A", upto=5).to_json()
     # DEL3: B lacks seq 4 onward, so the cut stops at 3 and the rest waits as a pending deletion.
     assert (doc["deleted_upto"], doc["pending"], doc["pending_upto"], doc["blocked_by"]) == (
         3,
@@ -195,9 +196,9 @@ def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
     replication.replicate_all(catalog, plane)
     _append(catalog, plane, "A", "a2", "a3")  # never reached B: lost for good below
     recovery.drill(catalog, plane, "A", 2)
-    plan = recovery.recover(catalog, plane, "A", dry_run=True)
+    plan = recovery.recover(catalog, plane, "A", dry_run=True).to_json()
     assert (plan["lost_from"], plan["rounds"]) == (2, [{"round": 1, "sources": ["B"], "written": None}])
-    doc = recovery.recover(catalog, plane, "A")
+    doc = recovery.recover(catalog, plane, "A").to_json()
     # DR2: A re-reads B from the start; DR1: T is the seq recorded before the loss, never reused.
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
     assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}

@@ -1,0 +1,141 @@
+"""`replctl recover location`: disaster recovery (DR0–DR5), from neighbours or a backup (BK2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from replctl.cli.boundary import Effect, run
+from replctl.cli.completion import location_names
+from replctl.cli.context import AppContext
+from replctl.cli.options import DryRun
+from replctl.cli.output import stdout
+from replctl.cli.render import vector_text
+from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.core.recovery import RecoveryOutcome
+
+recover_app = typer.Typer(help="Disaster recovery (DR0–DR5).", no_args_is_help=True)
+
+
+@recover_app.command("location")
+def recover_location(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(autocompletion=location_names)],
+    lost_from: Annotated[
+        int | None,
+        typer.Option(
+            "--lost-from", metavar="SEQ", help="Declare the loss from SEQ on (else found by checking)."
+        ),
+    ] = None,
+    accept_loss: Annotated[
+        bool,
+        typer.Option(
+            "--accept-loss",
+            help="Merge refused neighbours' DVVs and unblock them (DR5); also consent to discard stored "
+            "events no other location holds (DR0) and to lose what a backup holds (BK3).",
+        ),
+    ] = False,
+    from_backup: Annotated[
+        str | None,
+        typer.Option("--from-backup", metavar="ID|latest", help="Restore the log from a backup first (BK2)."),
+    ] = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
+
+    def action(app: AppContext) -> Any:
+        from replctl.services import recovery
+
+        if from_backup is not None:
+            if lost_from is not None:
+                raise InvalidInput("give --lost-from or --from-backup, not both", code="usage")
+            from replctl.services import restore
+
+            return restore.restore(
+                app.catalog(),
+                app.engine(),
+                app.backups(),
+                name,
+                from_backup,
+                accept_loss=accept_loss,
+                reason=app.reason,
+                dry_run=dry_run or app.planning,
+            )
+        return recovery.recover(
+            app.catalog(),
+            app.engine(),
+            name,
+            lost_from=lost_from,
+            accept_loss=accept_loss,
+            reason=app.reason,
+            dry_run=dry_run or app.planning,
+            manifests=app.manifests(),
+        )
+
+    def render(app: AppContext, out: RecoveryOutcome) -> None:
+        console = stdout()
+        if out.nothing_to_do:
+            console.print(f"{name}: the store holds every catalogued event; nothing to recover", markup=False)
+            return
+        prefix = "would " if out.dry_run else ""
+        if out.backup:
+            console.print(f"{name}: {prefix}restore backup {out.backup} (BK2)", markup=False)
+        if out.lost_from is not None:
+            console.print(f"{name}: events from seq {out.lost_from} on are lost", markup=False)
+        for origin, (lo, hi) in out.discarded.items():
+            console.print(
+                f"{name}: {prefix}discard {origin}'s own events with origin times {lo}..{hi}, stored only "
+                "here (accepted, DR0)",
+                markup=False,
+            )
+        for r in out.progress_resets:
+            console.print(
+                f"  {prefix}reset progress {r['source']}→{r['target']}: {r['from']} → {r['to']} (DR2)",
+                markup=False,
+            )
+        for r in out.rounds:
+            written = "" if r["written"] is None else f", {r['written']} event(s) written"
+            console.print(
+                f"  round {r['round']}: from {', '.join(r['sources'])}{written} (DR4)", markup=False
+            )
+        for r in out.refused:
+            console.print(f"  refused [{r['rule']}] {r['source']}: {r['reason']}", markup=False)
+        for source in out.accepted:
+            console.print(
+                f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
+            )
+        clock = out.clock
+        # A dry run whose rounds write events cannot know the seqs they take, only the floor T (DR1).
+        after = (
+            clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
+        )
+        console.print(f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out.cvv)}", markup=False)
+        if out.lost:
+            # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
+            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out.lost.items())
+            verb = "would be" if out.dry_run else "are"
+            console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
+        if out.refused and not out.dry_run:
+            console.print(
+                f"hint: re-run replctl recover location {name} once those neighbours qualify, "
+                f"or accept the loss with --accept-loss",
+                markup=False,
+            )
+
+    def question(_preview: Any) -> str | None:
+        if not accept_loss or dry_run:
+            return None
+        return (
+            f"recover {name} accepting the loss of what its neighbours deleted (DR5) and of events only it "
+            "stores or its backup holds (DR0, BK3)?"
+        )
+
+    run(ctx, action, render, effect=Effect.OPERATION, question=question)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `recover` to the root app."""
+    root.add_typer(recover_app, name="recover")
