@@ -314,6 +314,9 @@ class RecoveryOutcome:
     discarded: dict[str, list[int]]
     lost: dict[str, list[int]]
     backup: str | None = None
+    clock_pruned: tuple[str, ...] | None = (
+        None  # a restore: the pruned ids taken out of the backup's vts (RET2)
+    )
     survivors_upto: int | None = None
     nothing_to_do: bool = False
 
@@ -336,6 +339,7 @@ class RecoveryOutcome:
             discarded=doc["discarded"],
             lost=doc["lost"],
             backup=doc.get("backup"),
+            clock_pruned=None if doc.get("clock_pruned") is None else tuple(doc["clock_pruned"]),
             survivors_upto=doc.get("survivors_upto"),
             nothing_to_do=doc.get("nothing_to_do", False),
         )
@@ -362,6 +366,8 @@ class RecoveryOutcome:
             discarded=self.discarded,
             lost=self.lost,
         )
+        if self.clock_pruned is not None:
+            doc["clock_pruned"] = list(self.clock_pruned)
         if self.nothing_to_do:
             doc["nothing_to_do"] = True
         if self.survivors_upto is not None:
