@@ -78,7 +78,7 @@ def _describe(change: Change) -> str:
 
 def topology_outcome_json(out: TopologyOutcome) -> dict[str, Any]:
     """JSON of a topology change command."""
-    from replctl.services.topology import violation_json
+    from replctl.services.topology_state import violation_json
 
     return {
         "ok": True,

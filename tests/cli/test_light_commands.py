@@ -81,7 +81,8 @@ def test_commands_without_a_job_import_neither_pyspark_nor_alembic(
 # `sqlalchemy.orm` (about 0.1 s; the catalog tables are Core tables); pyarrow (only segment and backup I/O needs
 # it); alembic (only `init`/`db upgrade`); services.logs, the log and Spark-result modules behind it.
 # pydantic (about 0.1 s): typer 0.29 coerces every non-flag option through a pydantic TypeAdapter
-# (typer/_coercion.py); an option left out or left at its default skips it (cli.paramvalues).
+# (typer/_coercion.py); an option left out or left at its default skips it (cli.paramvalues). The topology use
+# cases and the journal behind them (about 0.05 s): reading commands use services.topology_state.
 HEAVY = (
     "pyspark",
     "py4j",
@@ -91,6 +92,8 @@ HEAVY = (
     "alembic",
     "replctl.services.logs",
     "pydantic",
+    "replctl.services.topology",
+    "replctl.services.operations",
 )
 
 
