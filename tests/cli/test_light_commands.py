@@ -82,7 +82,8 @@ def test_commands_without_a_job_import_neither_pyspark_nor_alembic(
 # it); alembic (only `init`/`db upgrade`); services.logs, the log and Spark-result modules behind it.
 # pydantic (about 0.1 s): typer 0.29 coerces every non-flag option through a pydantic TypeAdapter
 # (typer/_coercion.py); an option left out or left at its default skips it (cli.paramvalues). The topology use
-# cases and the journal behind them (about 0.05 s): reading commands use services.topology_state.
+# cases and the journal behind them (about 0.05 s): reading commands use services.topology_state. The data plane
+# (the Spark engine's wrapper and its job modules): `status` lists segment files through the checked store alone.
 HEAVY = (
     "pyspark",
     "py4j",
@@ -94,6 +95,7 @@ HEAVY = (
     "pydantic",
     "replctl.services.topology",
     "replctl.services.operations",
+    "replctl.adapters.dataplane",
 )
 
 
