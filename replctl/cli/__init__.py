@@ -20,6 +20,7 @@ from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.context import AppContext
 from replctl.cli.helpwords import speak_in_words
 from replctl.cli.output import emit_error, set_notation, set_quiet
+from replctl.cli.paramvalues import uncoerced_help
 from replctl.config import resolve
 from replctl.errors import InvalidInput, ReplctlError
 from replctl.masking import remember
@@ -125,6 +126,10 @@ class RootGroup(TyperGroup):
         except typer.Abort:
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """Click's help option, skipping Typer's coercion when not given (cli.paramvalues)."""
+        return uncoerced_help(super().get_help_option(ctx))
 
     # The context type is Typer's vendored Click context, which Typer does not export; Any keeps the override
     # compatible without importing a private module.

@@ -42,13 +42,13 @@ def _locations(tx: CatalogTransaction) -> list[str]:
 
 
 def _groups(tx: CatalogTransaction) -> list[str]:
-    from replctl.services.topology import load_state
+    from replctl.services.topology_state import load_state
 
     return list(load_state(tx).groups)
 
 
 def _members(tx: CatalogTransaction) -> list[str]:
-    from replctl.services.topology import load_state
+    from replctl.services.topology_state import load_state
 
     return [member for members in load_state(tx).groups.values() for member in members]
 

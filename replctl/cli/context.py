@@ -97,6 +97,15 @@ class AppContext:
         except EnvironmentFailure:
             return None
 
+    def checked_store(self) -> LogStore:
+        """The log store, checked against the catalog first (`services.store_identity`, exit 6 as `engine()`):
+        for commands that only list segment files, without importing the data plane (issue 17)."""
+        from replctl.services.store_identity import check_store
+
+        store = self.store()
+        check_store(self.catalog(), store)
+        return store
+
     def engine(self) -> Engine:
         """The data plane: log store plus a (lazily started, process-wide) Spark session.
 

@@ -3,14 +3,17 @@
 Typer writes every parameter's Python type next to it in `--help` (`location <str>`, `--upto <int>`), and for an
 argument even when it has a metavar (`FILE <path>`). Operators read `NAME`, `N`, `PATH`, as in git's or kubectl's
 help. Typer offers no switch for this, so once per process the root group walks the command tree it built and
-gives each parameter the help display of the two small classes below; parsing is untouched.
+gives each parameter the help display of the two small classes below; parsing is untouched, and values that
+need no coercion skip Typer's pydantic adapter (cli.paramvalues).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from replctl.cli.paramvalues import UncoercedArgument, UncoercedOption, uncoerced_help
 
 # Typer's type labels (`<int range>` without the brackets and " range") → the word an operator reads.
 _WORDS = {"int": "N", "float": "N", "str": "TEXT", "path": "PATH", "file": "FILE", "directory": "DIR"}
@@ -25,7 +28,7 @@ def type_word(label: str) -> str:
     return _WORDS.get(base, inner)
 
 
-class WordArgument(TyperArgument):
+class WordArgument(UncoercedArgument):
     """An argument shown by its name in capitals (`LOCATION`, `LOCATION...`), without its Python type."""
 
     def display_type_rich(self, ctx: Any) -> str | None:
@@ -38,7 +41,7 @@ class WordArgument(TyperArgument):
         return name if self.required else f"[{name}]"
 
 
-class WordOption(TyperOption):
+class WordOption(UncoercedOption):
     """An option whose value is shown as a word (`--limit N`, `--role read-write|hub|read-only`)."""
 
     def display_type_rich(self, ctx: Any) -> str | None:
@@ -47,6 +50,22 @@ class WordOption(TyperOption):
             return self.metavar
         word = type_word(self.display_type(ctx))
         return word + "..." if self.nargs != 1 else word
+
+
+class WordCommand(TyperCommand):
+    """A command whose `--help` option skips Typer's coercion when not given (cli.paramvalues)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """Click's help option, as an `UncoercedOption`."""
+        return uncoerced_help(super().get_help_option(ctx))
+
+
+class WordGroup(TyperGroup):
+    """A group whose `--help` option skips Typer's coercion when not given (cli.paramvalues)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """Click's help option, as an `UncoercedOption`."""
+        return uncoerced_help(super().get_help_option(ctx))
 
 
 def speak_in_words(command: Any) -> None:
@@ -60,5 +79,9 @@ def speak_in_words(command: Any) -> None:
             param.__class__ = WordArgument
         elif type(param) is TyperOption:
             param.__class__ = WordOption
+    if type(command) is TyperCommand:
+        command.__class__ = WordCommand
+    elif type(command) is TyperGroup:
+        command.__class__ = WordGroup
     for sub in (getattr(command, "commands", None) or {}).values():
         speak_in_words(sub)

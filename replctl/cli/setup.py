@@ -175,7 +175,7 @@ def status(
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog(), app.engine().store, manifests=app.manifests())
+        return status_service.status(app.catalog(), app.checked_store(), manifests=app.manifests())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         from replctl.cli.render import render_status
@@ -227,7 +227,7 @@ def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
         capture = Console(file=io.StringIO(), record=True, width=console.width, highlight=False)
         render_status(
             capture,
-            status_service.status(app.catalog(), app.engine().store, manifests=app.manifests()),
+            status_service.status(app.catalog(), app.checked_store(), manifests=app.manifests()),
             wide=wide,
         )
         # Text, not a string: Rich would read the notes' `[1]` as markup.

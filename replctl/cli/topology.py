@@ -231,12 +231,12 @@ def validate(ctx: typer.Context) -> None:
     """Check every rule on the whole history; exit 3 when one is violated."""
 
     def action(app: AppContext) -> Any:
-        from replctl.services import topology
+        from replctl.services import topology_state
 
-        return topology.validate(app.catalog())
+        return topology_state.validate(app.catalog())
 
     def render(app: AppContext, violations: Any) -> int:
-        from replctl.services.topology import violation_json
+        from replctl.services.topology_state import violation_json
 
         errors = [v for v in violations if not v.warning]
         if app.json:

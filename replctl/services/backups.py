@@ -29,7 +29,7 @@ from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import Catalog
-from replctl.services.topology import load_state
+from replctl.services.topology_state import load_state
 
 # Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
 _COPIERS = max(1, min(4, os.cpu_count() or 1))

@@ -466,7 +466,7 @@ class VerifyOutcome:
 def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> VerifyOutcome:
     """`log verify`: the invariants of rules.md §9 on each log; the catalog-only ones without Spark."""
     from replctl.core.topology_rules import validate as validate_state
-    from replctl.services.topology import load_state
+    from replctl.services.topology_state import load_state
 
     with catalog.transaction(readonly=True) as tx:
         every = {loc.name: loc for loc in tx.locations()}

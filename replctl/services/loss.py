@@ -26,7 +26,7 @@ from replctl.core.model import Location, Segment
 from replctl.core.vectortime import VectorTime
 from replctl.errors import Refused
 from replctl.services.ports import CatalogTransaction
-from replctl.services.topology import load_state
+from replctl.services.topology_state import load_state
 
 
 def refuse_discard(

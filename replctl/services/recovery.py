@@ -30,7 +30,7 @@ from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
 from replctl.services.replication import DAMAGED, run_pass
-from replctl.services.topology import load_state
+from replctl.services.topology_state import load_state
 
 
 def drill(

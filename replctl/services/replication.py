@@ -27,7 +27,7 @@ from replctl.services.deletion import retry_pending
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
-from replctl.services.topology import load_state
+from replctl.services.topology_state import load_state
 
 MAX_ROUNDS = 1000
 

@@ -29,7 +29,7 @@ from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import Catalog
 from replctl.services.recovery import before_loss, before_loss_detail, finish_recovery
-from replctl.services.topology import load_state
+from replctl.services.topology_state import load_state
 
 
 def restore(

@@ -42,7 +42,7 @@ def status(
     backups; None when it could not be read, which makes every answer `unknown` rather than a guess.
     """
     from replctl.services.damage import find_damage
-    from replctl.services.topology import load_state, violation_json
+    from replctl.services.topology_state import load_state, violation_json
     from replctl.services.views import connection_json, location_json
 
     with catalog.transaction(readonly=True) as tx:

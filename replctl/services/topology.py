@@ -24,8 +24,7 @@ from replctl.core.model import (
 from replctl.core.outcomes import Completion
 from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
-from replctl.core.topology import TopologyState, fold
-from replctl.core.topology_rules import validate as validate_state
+from replctl.core.topology import TopologyState
 from replctl.errors import InvalidInput, Refused, UnknownName
 from replctl.services.lookup import get_location
 from replctl.services.operations import (
@@ -36,6 +35,7 @@ from replctl.services.operations import (
     operation,
 )
 from replctl.services.ports import Catalog, CatalogTransaction
+from replctl.services.topology_state import is_rule_id, load_state, violation_json
 from replctl.services.views import change_json
 
 
@@ -84,24 +84,6 @@ def raise_violations(violations: tuple[Violation, ...] | list[Violation]) -> Non
     raise Refused(
         f"refused [{first.code}]: {first.message}", code=first.code, hint=first.hint, details=details
     )
-
-
-def is_rule_id(code: str) -> bool:
-    """Rule ids of rules.md are upper case (F1, RFC2, M1); other codes are short lower-case names."""
-    return code[:1].isupper()
-
-
-def violation_json(v: Violation) -> dict[str, Any]:
-    """The JSON form of a violation or warning."""
-    doc: dict[str, Any] = {"code": v.code, "message": v.message, "hint": v.hint, "warning": v.warning}
-    if v.cycle:
-        doc["cycle"] = v.render_cycle()
-    return doc
-
-
-def load_state(tx: CatalogTransaction) -> TopologyState:
-    """The topology state folded from every recorded change (H1–H5)."""
-    return fold(tx.changes())
 
 
 def _apply(
@@ -382,12 +364,6 @@ def failover(
         plan=lambda state, _tx: plans.plan_failover(state, location, old, new),
         resources=[location_resource(location), location_resource(new)],
     )
-
-
-def validate(catalog: Catalog) -> tuple[Violation, ...]:
-    """`topology validate`: every rule on the whole history (errors and ROLE2 warnings)."""
-    with catalog.transaction(readonly=True) as tx:
-        return tuple(validate_state(load_state(tx)))
 
 
 def history(catalog: Catalog, location: str | None = None) -> list[Change]:

@@ -80,9 +80,23 @@ def test_commands_without_a_job_import_neither_pyspark_nor_alembic(
 # `python -X importtime`: Spark and its gateway; networkx (about 0.2 s; the core's searches are plain Python);
 # `sqlalchemy.orm` (about 0.1 s; the catalog tables are Core tables); pyarrow (only segment and backup I/O needs
 # it); alembic (only `init`/`db upgrade`); services.logs, the log and Spark-result modules behind it.
-# pydantic is not listed: typer 0.29 coerces every non-flag option through a pydantic TypeAdapter
-# (typer/_coercion.py), so any command with an option imports it; only another typer release avoids it.
-HEAVY = ("pyspark", "py4j", "networkx", "sqlalchemy.orm", "pyarrow", "alembic", "replctl.services.logs")
+# pydantic (about 0.1 s): typer 0.29 coerces every non-flag option through a pydantic TypeAdapter
+# (typer/_coercion.py); an option left out or left at its default skips it (cli.paramvalues). The topology use
+# cases and the journal behind them (about 0.05 s): reading commands use services.topology_state. The data plane
+# (the Spark engine's wrapper and its job modules): `status` lists segment files through the checked store alone.
+HEAVY = (
+    "pyspark",
+    "py4j",
+    "networkx",
+    "sqlalchemy.orm",
+    "pyarrow",
+    "alembic",
+    "replctl.services.logs",
+    "pydantic",
+    "replctl.services.topology",
+    "replctl.services.operations",
+    "replctl.adapters.dataplane",
+)
 
 
 @pytest.mark.parametrize(

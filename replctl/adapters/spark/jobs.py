@@ -30,6 +30,7 @@ from replctl.adapters.spark.schema import (
     read_checked,
     read_events,
     read_written,
+    refuse_missing,
     vt_entries,
 )
 from replctl.adapters.spark.session import failure_log_note, spark_failures, unreachable
@@ -269,8 +270,8 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
                 filter_sql=spec.filter_sql,
             )
 
-        # The write's own read is the one counted (issue 19): the admission scan reads apart from it.
-        read = read_checked(spark, store, spec.source_segments)
+        # Before any job reads the source, as `read_checked` would: a missing file is damage (DR0).
+        refuse_missing(store, spec.source_segments)
         blocked_at = (
             _admission_block(
                 classified_from(read_events(spark, store, spec.source_segments)),
@@ -280,13 +281,24 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             if spec.admission
             else None
         )
-        classified = classified_from(read.events)
+        # The rows this pass examines: past the progress, before the block.
+        examined_row = F.col("seq") > F.lit(spec.progress)
         if blocked_at is not None:
-            classified = classified.where(F.col("seq") < F.lit(blocked_at))
-        # One observation over every examined row, with the write's statistics as conditional aggregates:
-        # the counts, the scan end (REP2), and the seq range and vt LUB of the written rows (the write
-        # renumbers by a shift, so its range follows from theirs on the driver).
-        scan = Observation("pass")
+            examined_row = examined_row & (F.col("seq") < F.lit(blocked_at))
+
+        def decided(read: DataFrame) -> DataFrame:
+            # Every row read gets its columns, but only an examined row a decision: the filter is evaluated
+            # only under the condition (CASE WHEN), so a row at or below the progress is never asked again.
+            classified = classify(
+                read if wide else with_vt_entries(read, keys),
+                target_cvv=spec.target_cvv,
+                filter_sql=spec.filter_sql,
+            )
+            return classified.withColumn("decision", F.when(examined_row, F.col("decision")))
+
+        # One observation over every row read (DR0, issue 19) and the pass's statistics as conditional
+        # aggregates: the counts, the scan end (REP2), and the seq range and vt LUB of the written rows (the
+        # write renumbers by a shift, so its range follows from theirs on the driver).
         written_row = F.col("decision") == CANDIDATE
         # Wide vectors: the LUB comes from one aggregation over the new segment instead (see is_wide).
         lub_aggregates = (
@@ -295,20 +307,27 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             else [
                 *[F.max(F.when(written_row, F.col(f"_vt{i}"))).alias(f"lub{i}") for i in range(len(keys))],
                 *identity_columns(origins, where=written_row),
-                F.coalesce(F.max("_vt_other"), F.lit(0)).alias("extra_keys"),
+                F.coalesce(F.max(F.when(examined_row, F.col("_vt_other"))), F.lit(0)).alias("extra_keys"),
             ]
         )
-        examined = classified.observe(
-            scan,
-            F.count(F.lit(1)).alias("examined"),
-            F.count_if(F.col("decision") == SKIP_CAUSAL).alias("causal"),
-            F.count_if(F.col("decision") == SKIP_FILTER).alias("filtered"),
-            F.max("seq").alias("last"),
-            F.count_if(written_row).alias("written"),
-            F.min(F.when(written_row, F.col("seq"))).alias("lo"),
-            F.max(F.when(written_row, F.col("seq"))).alias("hi"),
-            *lub_aggregates,
+        read = read_checked(
+            spark,
+            store,
+            spec.source_segments,
+            prepare=decided,
+            observed=[
+                F.count_if(examined_row).alias("examined"),
+                F.count_if(F.col("decision") == SKIP_CAUSAL).alias("causal"),
+                F.count_if(F.col("decision") == SKIP_FILTER).alias("filtered"),
+                F.max(F.when(examined_row, F.col("seq"))).alias("last"),
+                F.count_if(written_row).alias("written"),
+                F.min(F.when(written_row, F.col("seq"))).alias("lo"),
+                F.max(F.when(written_row, F.col("seq"))).alias("hi"),
+                *lub_aggregates,
+            ],
         )
+        scan = read.observation
+        examined = read.events
         written = renumber(examined.where(written_row), progress=spec.progress, target_seq=spec.target_seq)
         written.select(*EVENT_COLUMNS).write.mode("error").parquet(store.uri(spec.out_rel))
         try:

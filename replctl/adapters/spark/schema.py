@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -209,23 +209,42 @@ class CheckedRead:
             )
 
 
-def read_checked(spark: SparkSession, store: LogStore, segments: Sequence[Segment]) -> CheckedRead:
-    """`read_events` with the count of rows read observed for `CheckedRead.check`.
-
-    A catalogued file that is missing when the read starts is damage too (Spark would say only "path does
-    not exist"); one removed while the job runs fails the job, whose caller asks `damaged_files` why.
-    """
-    chosen = tuple(segments)
-    missing = missing_files(store, chosen)
+def refuse_missing(store: LogStore, segments: Sequence[Segment]) -> None:
+    """DamagedLog (DR0) when a catalogued data file of `segments` is missing or of another size."""
+    missing = missing_files(store, segments)
     if missing:
-        name = chosen[0].location
+        name = segments[0].location
         raise DamagedLog(
             name,
             f"{name}'s log is damaged: {missing[0]} is missing or of another size than catalogued; nothing was decided "
             "or written from the log (DR0)",
         )
+
+
+def read_checked(
+    spark: SparkSession,
+    store: LogStore,
+    segments: Sequence[Segment],
+    *,
+    prepare: Callable[[DataFrame], DataFrame] | None = None,
+    observed: Sequence[Column] = (),
+) -> CheckedRead:
+    """`read_events` with the count of rows read observed for `CheckedRead.check`.
+
+    A catalogued file that is missing when the read starts is damage too (Spark would say only "path does
+    not exist"); one removed while the job runs fails the job, whose caller asks `damaged_files` why.
+
+    With `prepare` (columns computed per row, no filter: every row read must still be counted) the observation
+    sits on the prepared rows and also gathers the `observed` aggregates, so a job needs one observation
+    instead of two: each one is a step outside Spark's generated code that copies every row.
+    """
+    chosen = tuple(segments)
+    refuse_missing(store, chosen)
     observation = Observation("read")
-    events = read_events(spark, store, chosen).observe(observation, F.count(F.lit(1)).alias("rows"))
+    read = read_events(spark, store, chosen)
+    events = (read if prepare is None else prepare(read)).observe(
+        observation, F.count(F.lit(1)).alias("rows"), *observed
+    )
     return CheckedRead(events, observation, chosen)
 
 
