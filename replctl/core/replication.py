@@ -21,7 +21,7 @@ class PassAction(StrEnum):
     WAIT = "wait"  # pending: ADD1 does not hold yet
     BLOCKED = "blocked"  # DR5: only a recovery run may use it
     NOTHING_NEW = "nothing-new"
-    ALL_KNOWN = "all-known"  # CF1 would skip every new event: advance progress without reading
+    ALL_KNOWN = "all-known"  # CF1 would skip every new event: advance progress without reading, count them
     COPY = "copy"  # fast bootstrap: the pass would write every stored event at the same seq
     RUN = "run"
 
@@ -35,6 +35,9 @@ class PassPlan:
     segments: tuple[Segment, ...]  # source segments that may hold seq > progress
     new_progress: int  # for ALL_KNOWN
     reason: str | None = None
+    # For ALL_KNOWN: the events past the progress the pass examines and CF1 skips (REP1 (1)), from the segment
+    # rows (a pass whose rows do not tell is planned RUN instead).
+    skipped: int = 0
 
 
 def plan_pass(
@@ -122,6 +125,40 @@ def _read_plan(target: Location, conn: Connection, segments: list[Segment], *, a
     fresh = tuple(s for s in segments if s.seq_hi > conn.progress)
     if not fresh:
         return PassPlan(PassAction.NOTHING_NEW, activate, (), conn.progress)
-    if lub(s.vt_lub for s in fresh) <= target.cvv:
-        return PassPlan(PassAction.ALL_KNOWN, activate, fresh, max(s.seq_hi for s in fresh))
+    skipped = events_past(fresh, conn.progress)
+    # Without the count of what it skips, the pass is read: its report must say what it examined (REP1 (1)).
+    if skipped is not None and lub(s.vt_lub for s in fresh) <= target.cvv:
+        return PassPlan(PassAction.ALL_KNOWN, activate, fresh, max(s.seq_hi for s in fresh), skipped=skipped)
     return PassPlan(PassAction.RUN, activate, fresh, conn.progress)
+
+
+def events_past(segments: Iterable[Segment], progress: int) -> int | None:
+    """How many events of `segments` have seq > `progress`, from their catalog rows alone.
+
+    A segment wholly past the progress counts its rows; one straddling it counts exactly only where its seqs
+    leave no gap (rows = span), else through its files' recorded extents; None when neither tells.
+    """
+    total = 0
+    for seg in segments:
+        found = _rows_past(seg.count, seg.seq_lo, seg.seq_hi, progress)
+        if found is None and seg.files:
+            parts = [_rows_past(f.rows, f.seq_lo, f.seq_hi, progress) for f in seg.files]
+            found = None if None in parts else sum(p or 0 for p in parts)
+        if found is None:
+            return None
+        total += found
+    return total
+
+
+def _rows_past(rows: int | None, lo: int | None, hi: int | None, progress: int) -> int | None:
+    """The rows of one segment or file with seq > `progress`, when its extent tells (None otherwise)."""
+    if rows == 0:
+        return 0
+    if rows is None or lo is None or hi is None:
+        return None
+    if lo > progress:
+        return rows
+    if hi <= progress:
+        return 0
+    # Straddling: exact only when its seqs are dense (a replicated segment may skip seqs, M4).
+    return hi - progress if rows == hi - lo + 1 else None

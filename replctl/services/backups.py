@@ -22,7 +22,7 @@ from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
-from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused
+from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
@@ -287,8 +287,12 @@ def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
 
 
 def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
-    """A backup by id, or `latest` of `location`; an unknown id exits 6 (the backup store lacks it), `latest`
-    of a location the store holds no backup of is refused (exit 3, BK2)."""
+    """A backup by id, or `latest` of `location`.
+
+    An id the backup store does not hold is an unknown name (exit 2, cli.md), like an unknown location; a
+    store that cannot be read still fails as the environment (exit 6); `latest` of a location the store holds
+    no backup of is refused (exit 3, BK2).
+    """
     if ref == "latest":
         if location is None:
             raise InvalidInput("`latest` needs a location", code="usage")
@@ -305,8 +309,10 @@ def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Mani
         return found
     manifest = backups.manifest(ref)
     if manifest is None:
-        raise EnvironmentFailure(
-            f"no backup {ref} in the backup store", code="backup-missing", hint="replctl backup list"
+        raise UnknownName(
+            f"unknown backup {ref!r}: the backup store holds no backup of that id",
+            code="unknown-backup",
+            hint="list them with: replctl backup list",
         )
     return manifest
 

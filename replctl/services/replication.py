@@ -260,7 +260,15 @@ def _run_pass(
             with ctx.transaction() as tx:
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
-        return replace(base, action=action, progress=plan.new_progress, reaches=plan.new_progress)
+        # REP1 (1): the events past the progress are examined and skipped as held, although no job reads them.
+        return replace(
+            base,
+            action=action,
+            examined=plan.skipped,
+            skipped_causal=plan.skipped,
+            progress=plan.new_progress,
+            reaches=plan.new_progress,
+        )
     failure = None if recovery else _stored_filter_failure(conn)
     if failure is None and ctx.dry_run:
         return _planned(base, plan, blockable=bool(admission))

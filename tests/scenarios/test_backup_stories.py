@@ -121,6 +121,31 @@ def test_restoring_latest_with_no_backup_of_the_location_is_a_bk2_refusal_whose_
     assert rc.keys("B") == ["a1"]
 
 
+def test_a_backup_id_the_store_does_not_hold_is_an_unknown_name_exit_2(rc: Replctl) -> None:
+    # cli.md: an unknown name exits 2; `backup show nosuch` exited 6 as if the backup store had failed.
+    two_locations(rc)
+    rc.append("A", "a1")
+    rc("backup", "create", "A")
+    before = rc.snapshot()
+    unknown = {
+        "code": "unknown-backup",
+        "message": "unknown backup 'nosuch': the backup store holds no backup of that id",
+        "hint": "list them with: replctl backup list",
+    }
+    for args in (
+        ("backup", "show", "nosuch"),
+        ("backup", "verify", "nosuch"),
+        ("recover", "location", "A", "--from-backup", "nosuch"),
+        ("recover", "location", "A", "--from-backup", "nosuch", "--dry-run"),
+    ):
+        assert rc.json(*args, expect=2)["error"] == unknown, args
+    assert rc("backup", "show", "nosuch", expect=2).stderr.splitlines()[-2:] == [
+        "error: unknown backup 'nosuch': the backup store holds no backup of that id",
+        "hint: list them with: replctl backup list",
+    ]
+    assert rc.snapshot() == before
+
+
 def test_status_shows_which_locations_a_loss_would_hurt_and_the_backup_that_fixes_it(rc: Replctl) -> None:
     # BK3: after A deletes a1, a2, B alone holds them: B is not recoverable until it is backed up.
     two_locations(rc)

@@ -77,6 +77,50 @@ def test_a_rewritten_segment_whose_files_differ_from_its_row_is_damage(rc: Replc
     _refused(rc, "damaged", "A", "log", "append", "A", "--event", '{"key": "a3"}')
 
 
+def test_a_compacted_segment_cut_short_is_recovered_from_its_neighbour_not_failed_on_its_checksum(
+    rc: Replctl,
+) -> None:
+    # A segment Spark wrote (here by compaction) has Hadoop's `.crc` side file; the drill's cut left it stale,
+    # and every read of the segment (the census, recovery, its dry run, `log verify`) then exited 6 with a
+    # ChecksumException: the location stayed damaged for good. replctl's own checks find the damage (DR0).
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    for key in ("a1", "a2", "a3"):
+        rc.append("A", key)
+    rc("replicate")
+    rc("log", "compact", "A")  # Spark merges the three segments into one
+    [segment] = rc.json("location", "show", "A")["segments"]
+    folder = rc.store / segment["path"]
+    [data] = folder.glob("part-*.parquet")
+    assert (folder / f".{data.name}.crc").is_file()  # what made the cut fail every read
+    rc("drill", "disaster", "A", "--from", "2", "--yes")
+    assert [d["reason"] for d in rc.location("A")["damage"]] == ["files differ"]
+    plan = rc("recover", "location", "A", "--dry-run").stdout.splitlines()
+    assert plan == [
+        "A: events from seq 2 on are lost",
+        "  would reset progress A→B: 3 → 1 (DR2)",
+        "  would reset progress B→A: 3 → 0 (DR2)",
+        "  round 1: from B (DR4)",
+        "A: clock 3 → past 3, CVV {A:3}",
+    ]
+    assert rc("recover", "location", "A").stdout.splitlines() == [
+        "A: events from seq 2 on are lost",
+        "  reset progress A→B: 3 → 1 (DR2)",
+        "  reset progress B→A: 3 → 0 (DR2)",
+        "  round 1: from B, 2 event(s) written (DR4)",
+        "A: clock 3 → 6, CVV {A:3}",
+    ]
+    assert rc.location("A")["state"] == "active"
+    # a1 survived the cut (DR1); a2 and a3 came back from B under new seqs.
+    assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [
+        (1, "a1"),
+        (5, "a2"),
+        (6, "a3"),
+    ]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
 def test_an_incomplete_recovery_leaves_the_location_recovering_with_the_same_refusals(rc: Replctl) -> None:
     # issue 14, case 2 (second half): after a recovery that exited 5 the location looked active and took appends.
     lose_what_the_neighbour_deleted(rc, lost_from=1)

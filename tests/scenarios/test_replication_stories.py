@@ -112,6 +112,21 @@ def test_history_none_delivers_only_events_emitted_after_joining(rc: Replctl) ->
     verify_all(rc)
 
 
+def test_a_pass_that_skips_every_event_as_held_counts_them_in_the_dry_run_as_in_the_run(rc: Replctl) -> None:
+    # REP1 (1), REP2: the pass advanced D's progress over old1 and old2 while it said it read and skipped none.
+    rc("location", "add", "A")
+    rc.append("A", "old1", "old2")
+    rc("location", "add", "D")
+    rc("topology", "add", "A", "D", "--history", "none")
+    counted = {"examined": 2, "written": 0, "skipped_causal": 2, "skipped_filter": 0, "progress": 2}
+    [planned] = rc.json("replicate", "A", "D", "--dry-run")["passes"]
+    [ran] = rc.json("replicate", "A", "D")["passes"]
+    for report in (planned, ran):
+        assert report["action"] == "advanced"
+        assert {key: report[key] for key in counted} == counted
+    assert rc.keys("D") == []
+
+
 def group_with_outside_location(rc: Replctl) -> None:
     for name in ("A", "B", "D"):
         rc("location", "add", name)

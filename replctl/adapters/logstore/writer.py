@@ -4,8 +4,8 @@ A `log append` of a few events would otherwise start Spark for seconds to write 
 segment written here is the Spark job's (`adapters.spark.jobs.append_events`): one directory holding one
 `part-00000-<uuid>-c000.snappy.parquet` file and an empty `_SUCCESS` marker, the same Parquet schema (names,
 types, nullability, INT96 `emitted_at`), the same Spark metadata keys, the same rows and the same
-`SegmentStats`. Hadoop's `.crc` side files are not written: they are optional checksums that readers verify
-only when present.
+`SegmentStats`. Hadoop's `.crc` side files are not written: replctl's sessions never read them
+(`spark.session.STORE_CONF`); the catalog's digests are the segment's checksums (`logstore.inventory`).
 
 The directory is written under a hidden temporary name and renamed into place, so a crash leaves no
 half-written segment under a name the store lists (`LogStore.list_segment_dirs`).

@@ -97,6 +97,16 @@ FORCED_CONF: dict[str, str] = {
         "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
     ),
 }
+# Hadoop's local file system checks each file it reads against the `.<name>.crc` side file written beside it,
+# and a file changed since (a torn disk, `drill disaster` cutting a segment short) then fails every read with a
+# ChecksumException: the census of damage could not read the segment, so recovery failed as if the store did
+# (exit 6) and the location stayed damaged for good. replctl checks its own files itself (DR0): the catalog
+# holds each data file's size, rows, seq range and SHA-256 (`logstore.inventory`), reads count their rows
+# (`schema.read_checked`), and `log verify` compares digests. So the side files are not read: a changed file
+# is read as it is and found damaged by those checks, and recovery keeps what it still holds (DR1). Only the
+# `file:` scheme's checksums are affected; remote stores keep their own. Set for classic sessions and the
+# managed engine (`tuned_conf`); a Spark Connect server started elsewhere keeps its own setting.
+STORE_CONF: dict[str, str] = {"spark.hadoop.fs.file.checksum.verify": "false"}
 # Spark's log4j output: errors only, on stderr (see the file for why).
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -174,7 +184,8 @@ def stop_session() -> None:
 
 
 def tuned_conf(settings: SparkSettings) -> dict[str, str]:
-    """The configuration a classic session is built with (tuning first, then the user's `conf`)."""
+    """The configuration a classic session (or the managed engine) is built with: tuning first, then the
+    user's `conf`, then what replctl's correctness needs (`FORCED_CONF`, `STORE_CONF`)."""
     conf: dict[str, str] = {}
     if settings.tuned:
         cores = os.cpu_count() or 2
@@ -200,6 +211,7 @@ def tuned_conf(settings: SparkSettings) -> dict[str, str]:
         conf["spark.driver.extraJavaOptions"] = " ".join(settings.java_options)
     conf.update(dict(settings.conf))
     conf.update(FORCED_CONF)
+    conf.update(STORE_CONF)
     return conf
 
 
