@@ -48,9 +48,10 @@ def test_vectors_read_as_A_colon_N_in_delete_recover_topology_and_ops(rc: Replct
 
     op = rc.json("ops", "list", "--limit", "1")["operations"][0]["id"]
     shown = rc("ops", "show", op)
-    assert shown.stdout.splitlines()[2] == (
-        "  1. metadata lost_from=2 survivors_upto=1 cvv={A:1} floor=3 seq_before=3 cvv_before={A:3}"
-    )
+    assert shown.stdout.splitlines()[2:4] == [
+        "args: location=B lost_from=- accept_loss=no",
+        "  1. metadata lost_from=2 survivors_upto=1 cvv={A:1} floor=3 seq_before=3 cvv_before={A:3}",
+    ]
     for out in (deleted, added, recovered, shown, rc("location", "show", "A"), rc("location", "list")):
         no_python_reprs(out.stdout)
 
@@ -69,6 +70,7 @@ def test_an_operation_journal_error_reads_as_the_refusal_it_was(rc: Replctl) -> 
     rc("replicate", "A", "Zz", expect=2)
     op = rc.json("ops", "list", "--limit", "1")["operations"][0]["id"]
     assert rc("ops", "show", op).stdout.splitlines()[2:] == [
+        "args: source=A target=Zz",
         "error [unknown-location]: unknown location 'Zz'",
         "hint: list them with: replctl location list",
     ]
