@@ -570,11 +570,8 @@ def recover_location(
         console.print(
             f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out['cvv'])}", markup=False
         )
-        if out["lost"]:
-            # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
-            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out["lost"].items())
-            verb = "would be" if out["dry_run"] else "are"
-            console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
+        for line in _lost_lines(name, out):
+            console.print(line, markup=False)
         if out["refused"] and not out["dry_run"]:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "
@@ -643,3 +640,17 @@ def register(app: typer.Typer) -> None:
     app.command("delete")(delete)
     app.add_typer(recover_app, name="recover")
     app.add_typer(drill_app, name="drill")
+
+
+def _lost_lines(name: str, out: dict[str, Any]) -> list[str]:
+    """A recovery's `lost` for people: what no source, backup or blocked neighbour holds (the disaster or
+    the consent took it), and what a dry run cannot tell (None: a filtered source's pass decides, DR3)."""
+    known = {o: r for o, r in out["lost"].items() if r is not None}
+    unknown = sorted(set(out["lost"]) - set(known))
+    lines = []
+    if known:
+        lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in known.items())
+        lines.append(f"{name}: events {lost} {'would be' if out['dry_run'] else 'are'} lost for good")
+    if unknown:
+        lines.append(f"{name}: what of {', '.join(unknown)} is lost is known only by running")
+    return lines

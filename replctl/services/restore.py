@@ -160,11 +160,16 @@ def _restore(
                 },
             )
     if ctx.dry_run:
-        return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+        # The backup keeps A's own events above its DVV (EM1: dense), as the run's read of the copies finds
+        # them unless A had already lost some of them when the backup was taken.
+        kept = set(range(manifest.dvv[name] + 1, manifest.cvv[name] + 1))
+        return finish_recovery(
+            ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name], kept_own=kept
+        )
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name])
 
 
 def _consent(
@@ -187,7 +192,15 @@ def _consent(
     cut = [s for s in present if s.seq_hi > manifest.last_seq and (found is None or s.seq_lo < found)]
     with ctx.transaction() as tx:
         loss.refuse_discard(
-            tx, loc, cut, kept_own=manifest.cvv[name], how=how, accept_loss=accept_loss, doc=doc
+            tx,
+            engine,
+            loc,
+            cut,
+            seq_from=manifest.last_seq + 1,
+            seq_below=found,
+            how=how,
+            accept_loss=accept_loss,
+            doc=doc,
         )
         others = [x.cvv for x in tx.locations() if x.name != name]
         base = replace(loc, dvv=manifest.dvv)

@@ -559,8 +559,8 @@ def test_restoring_a_healthy_log_over_events_only_it_holds_is_refused_dry_run_an
     before = rc.snapshot()
     refusal = {
         "code": "DR0",
-        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M's own events with "
-        "origin times 3..3, which M still stores intact and no other location holds; nothing was changed",
+        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M:3, which M still "
+        "stores intact and no other location stores; nothing was changed",
         "hint": f"replctl recover location M --from-backup {made} --accept-loss",
     }
     planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
@@ -578,6 +578,25 @@ def test_restoring_with_accept_loss_names_the_discarded_events(rc: Replctl) -> N
         assert (out["discarded"], out["lost"]) == ({"M": [3, 3]}, {"M": [3, 3]})
     assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2")]
     assert rc.location("M")["cvv"] == {"M": 2}
+
+
+def test_restoring_over_an_own_event_the_neighbour_deleted_is_refused_dr0(rc: Replctl) -> None:
+    # DR0 via BK2: N's CVV covers m3 but N deleted it physically; M stores the only copy.
+    made = backed_up_before_an_own_event(rc)
+    rc("replicate")
+    rc("delete", "N", "--upto", "3")
+    before = rc.snapshot()
+    refusal = {
+        "code": "DR0",
+        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M:3, which M still "
+        "stores intact and no other location stores; nothing was changed",
+        "hint": f"replctl recover location M --from-backup {made} --accept-loss",
+    }
+    planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
+    assert planned["error"] == refusal
+    assert rc.json("recover", "location", "M", "--from-backup", "latest", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3")]
 
 
 def lone_backed_up(rc: Replctl) -> str:
