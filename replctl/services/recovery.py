@@ -507,7 +507,8 @@ def _settle_refused(
             "source": r.source,
             "rule": r.rule,
             "reason": r.reason,
-            "missing": {k: list(v) for k, v in r.missing.items()},
+            # Per origin the origin times A lacks that the source deleted, [from, to] as in `lost`.
+            "missing": {k: [have + 1, deleted] for k, (deleted, have) in r.missing.items()},
         }
         for r in refused
     ]

@@ -184,7 +184,7 @@ def _consent(
     doc: dict[str, Any],
 ) -> None:
     """Before anything changes, dry run and run alike: DR0's consent to discard what A still stores intact
-    past the backup and no other location holds, and BK3's refusal to lose what a newer backup holds."""
+    past the backup and no other live location stores, and BK3's refusal to lose what a newer backup holds."""
     name, how = loc.name, f" --from-backup {manifest.id}"
     # The census tells the intact part of A's log from what a disaster already took (DR0): only the
     # intact part is discarded by the restore's choice.

@@ -60,7 +60,7 @@ def test_a_location_whose_own_events_were_deleted_at_its_only_neighbour_continue
     out = rc("recover", "location", "A", "--json", expect=5).doc
     assert out["rounds"] == []
     assert [(r["source"], r["rule"]) for r in out["refused"]] == [("B", "DR4")]
-    assert out["refused"][0]["missing"] == {"A": [3, 0]}
+    assert out["refused"][0]["missing"] == {"A": [1, 3]}
     assert rc.connection("B", "A")["state"] == "blocked"
     assert rc.keys("A") == []
     assert out["clock"]["after"] == 3  # T = CVV-B[A]: B deleted a1..a3 but its CVV still counts them
