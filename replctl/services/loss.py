@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from replctl.core import backups as bk
@@ -96,14 +95,14 @@ def report_lost(
     reached: VectorTime,
     doc: dict[str, Any],
     *,
-    own: OwnPart,
+    own: list[int],
     planned: bool = False,
 ) -> None:
     """`doc["lost"]`: what of `before` (A's CVV before the recovery) the recovery's `reached` vector lacks and
     no refused neighbour still holds (those may serve a later `recover`, DR5): lost for good.
 
-    A's own part is exact (`own`, `own_lost_after` or `own_lost_planned`): a CVV covers own events A never
-    stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
+    A's own part is exact (`own`, from `own_lost_after` or `own_lost_planned`): a CVV covers own events A
+    never stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
     (`planned`) an entry only the run can tell is None."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
@@ -122,18 +121,9 @@ def report_lost(
         for origin, (lo, _hi) in list(lost.items()):
             if any(cvv[origin] >= lo for cvv in filtered):
                 lost[origin] = None
-    if own.times is None:
-        lost[name] = None  # known only by running (the dry run cannot tell what the rounds bring)
-    elif own.times:
-        lost[name] = list(loss.span(own.times))
+    if own:
+        lost[name] = list(loss.span(own))
     doc["lost"] = dict(sorted(lost.items()))
-
-
-@dataclass(frozen=True)
-class OwnPart:
-    """A's own origin times a recovery loses for good; None when only the run can tell."""
-
-    times: list[int] | None
 
 
 def own_lost_after(
@@ -144,13 +134,13 @@ def own_lost_after(
     *,
     deleted_own: int,
     doc: dict[str, Any],
-) -> OwnPart:
+) -> list[int]:
     """After the run: every own origin time in (`deleted_own`, CVV-A[A] before] that A does not store, and no
     refused neighbour stores either (it may serve a later `recover`, DR5)."""
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     segments = [s for n in [name, *sorted(refused)] for s in tx.segments(n)]
     stored = engine.origin_times(segments, name, above=deleted_own, upto=before[name]) if segments else set()
-    return OwnPart(loss.own_lost(before[name], deleted_own, stored))
+    return loss.own_lost(before[name], deleted_own, stored)
 
 
 def own_lost_planned(
@@ -163,16 +153,16 @@ def own_lost_planned(
     kept: set[int],
     start_own: int,
     doc: dict[str, Any],
-) -> OwnPart:
+) -> list[int]:
     """The dry run's `own_lost_after`: `kept` are the own origin times the recovery keeps (survivors or the
     backup), `start_own` CVV-A[A] when the rounds start. A round's pass brings every own event its source
-    stores above that entry (CF1; a filtered terminal source passes `origin = A`, DR3); what no source and no
-    refused neighbour stores is lost."""
+    stores above that entry (CF1; a filtered terminal source passes `origin = A`, DR3, so the own part never
+    depends on event contents); what no source and no refused neighbour stores is lost."""
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     sources = {n for r in doc["rounds"] for n in r["sources"]}
     wanted = loss.own_lost(before[name], deleted_own, kept)
     if not wanted:
-        return OwnPart([])
+        return []
     low, high = min(wanted) - 1, max(wanted)
 
     def stored_at(names: set[str]) -> set[int]:
@@ -180,7 +170,7 @@ def own_lost_planned(
         return engine.origin_times(segments, name, above=low, upto=high) if segments else set()
 
     held, brought = stored_at(refused), stored_at(sources)
-    return OwnPart([t for t in wanted if t not in held and not (t > start_own and t in brought)])
+    return [t for t in wanted if t not in held and not (t > start_own and t in brought)]
 
 
 def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple[VectorTime, VectorTime]]:
