@@ -160,9 +160,7 @@ def _restore(
                 },
             )
     if ctx.dry_run:
-        # The backup keeps A's own events above its DVV (EM1: dense), as the run's read of the copies finds
-        # them unless A had already lost some of them when the backup was taken.
-        kept = set(range(manifest.dvv[name] + 1, manifest.cvv[name] + 1))
+        kept = _kept_own(engine, backups, manifest, above=loc.dvv[name], upto=cvv_before[name])
         return finish_recovery(
             ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name], kept_own=kept
         )
@@ -214,6 +212,19 @@ def _consent(
             how=how,
             accept_loss=accept_loss,
         )
+
+
+def _kept_own(engine: Engine, backups: BackupStore, manifest: Manifest, *, above: int, upto: int) -> set[int]:
+    """The dry run's survivors of a restore: the own origin times in (`above`, `upto`] the backup's segments
+    store, read where the backup store keeps them (a backup may lack own events its CVV covers, after an
+    earlier loss, so the CVV is no answer)."""
+    name = manifest.location
+    segments = [Segment(0, name, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub) for s in manifest.segments]
+    if not segments:
+        return set()
+    return Engine(backups.segment_store(), engine.settings).origin_times(
+        segments, name, above=above, upto=upto
+    )
 
 
 def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> list[tuple[str, BackupSegment]]:

@@ -599,6 +599,25 @@ def test_restoring_over_an_own_event_the_neighbour_deleted_is_refused_dr0(rc: Re
     assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3")]
 
 
+def test_a_restore_dry_run_reads_the_own_events_the_backup_stores_not_its_cvv(rc: Replctl) -> None:
+    # A⇄N filtered on x%: y1 (A:2) was lost in an earlier total loss, so the backup's CVV covers A:2 though
+    # it stores only A:1 and A:3. The dry run reads the backup's events as the run reads the restored copies.
+    rc("location", "add", "A")
+    rc("location", "add", "N")
+    rc("topology", "add", "A", "N", "--filter", "key like 'x%'")
+    rc("topology", "add", "N", "A", "--filter", "key like 'x%'")
+    rc.append("A", "x1", "y1", "x2")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "1")
+    assert rc.json("recover", "location", "A")["lost"] == {"A": [2, 2]}
+    rc("backup", "create", "A")
+    rc("drill", "disaster", "A", "--from", "1")
+    planned = rc.json("recover", "location", "A", "--from-backup", "latest", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--from-backup", "latest")
+    assert planned["lost"] == doc["lost"] == {"A": [2, 2]}
+    assert rc.stored("A") == [("A", 1, "x1"), ("A", 3, "x2")]
+
+
 def lone_backed_up(rc: Replctl) -> str:
     """K alone (no neighbour with both directions), k1..k5 backed up, then a total loss (finding 2)."""
     rc("location", "add", "K")
