@@ -358,6 +358,40 @@ class Engine:
 
         return survivors_below(self.spark(), self.store, segment, keep_below)
 
+    def unheld(
+        self,
+        segments: Sequence[Segment],
+        *,
+        seq_from: int,
+        seq_below: int | None,
+        elsewhere: Sequence[Segment],
+        origin: str | None = None,
+    ) -> dict[str, list[int]]:
+        """DR0, RET1: what only `segments` store; see `adapters.spark.holding.unheld`."""
+        from replctl.adapters.spark.holding import unheld
+
+        with self._step(f"{_named(segments)}: finding the events no other location stores") as spark:
+            return unheld(
+                spark,
+                self.store,
+                segments,
+                seq_from=seq_from,
+                seq_below=seq_below,
+                elsewhere=elsewhere,
+                origin=origin,
+            )
+
+    def origin_times(
+        self, segments: Sequence[Segment], origin: str, *, above: int, upto: int, seq_below: int | None = None
+    ) -> set[int]:
+        """DR0's report: the stored origin times of `origin`; see `adapters.spark.holding.origin_times`."""
+        from replctl.adapters.spark.holding import origin_times
+
+        with self._step(f"{_named(segments)}: reading the stored events of {origin}") as spark:
+            return origin_times(
+                spark, self.store, segments, origin, above=above, upto=upto, seq_below=seq_below
+            )
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`; see `adapters.logstore.drill.cut_files` (local files, no Spark)."""
         from replctl.adapters.logstore.drill import cut_files

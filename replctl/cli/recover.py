@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -113,11 +114,8 @@ def recover_location(
             clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
         )
         console.print(f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out.cvv)}", markup=False)
-        if out.lost:
-            # What no source, backup or blocked neighbour holds: the disaster (or the consent) took it.
-            lost = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in out.lost.items())
-            verb = "would be" if out.dry_run else "are"
-            console.print(f"{name}: events {lost} {verb} lost for good", markup=False)
+        for line in _lost_lines(name, out.lost, dry_run=out.dry_run):
+            console.print(line, markup=False)
         if out.refused and not out.dry_run:
             console.print(
                 f"hint: re-run replctl recover location {name} once those neighbours qualify, "
@@ -139,3 +137,17 @@ def recover_location(
 def register(root: typer.Typer) -> None:
     """Attach `recover` to the root app."""
     root.add_typer(recover_app, name="recover")
+
+
+def _lost_lines(name: str, lost: Mapping[str, list[int] | None], *, dry_run: bool) -> list[str]:
+    """A recovery's `lost` for people: what no source, backup or blocked neighbour holds (the disaster or
+    the consent took it), and what a dry run cannot tell (None: a filtered source's pass decides, DR3)."""
+    known = {o: r for o, r in lost.items() if r is not None}
+    unknown = sorted(set(lost) - set(known))
+    lines = []
+    if known:
+        text = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in known.items())
+        lines.append(f"{name}: events {text} {'would be' if dry_run else 'are'} lost for good")
+    if unknown:
+        lines.append(f"{name}: what of {', '.join(unknown)} is lost is known only by running")
+    return lines

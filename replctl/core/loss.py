@@ -2,12 +2,10 @@
 
 Two questions, each answered from the catalog and the manifests alone, so a dry run answers them as its run:
 
-- `discarded_own`: a declared loss (`--lost-from`) or a restore (`--from-backup`) may cut a log that still
-  stores its events intact. A's own events with an origin time above every other location's `CVV-L[A]` exist
-  nowhere else (a foreign copy of an event of A raises that entry to its origin time); a stored segment in the
-  cut whose `vt_lub[A]` exceeds it holds one. Own events are stored at seq = origin time when written, so the
-  range is named by origin time. A segment that straddles the cut counts whole: the answer errs towards
-  asking for consent, never towards silence.
+- which events a declared loss (`--lost-from`) or a restore (`--from-backup`) discards that no other location
+  stores is decided by the data plane on the stored identities (a CVV also covers events deleted or never
+  received, EM2); here only how those origin times are named (`ranges`, `span`) and A's own part of the
+  `lost` report (`own_lost`).
 - `held_by`: of what a recovery leaves out of the CVV A had before it (BK3's shortfall, per origin the origin
   times), the part a backup of A still holds.
 """
@@ -16,26 +14,40 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
 
 
-def discarded_own(
-    name: str,
-    cut: Iterable[Segment],
-    *,
-    kept_own: int,
-    cvv_own: int,
-    others: Iterable[VectorTime],
-) -> tuple[int, int] | None:
-    """DR0: the origin times of A's own events that the cut discards while no other location holds them,
-    or None. `cut` are the intact stored segments the recovery would drop, `kept_own` the largest own origin
-    time the recovery keeps (survivors or the backup), `cvv_own` = CVV-A[A] before it."""
-    elsewhere = max([0, *(v[name] for v in others)])
-    if not any(s.vt_lub[name] > elsewhere for s in cut):
-        return None
-    low = max(elsewhere, kept_own) + 1
-    return (low, cvv_own) if low <= cvv_own else None
+def ranges(times: Iterable[int]) -> list[tuple[int, int]]:
+    """Origin times as the maximal runs of consecutive ones, in order: `{1, 2, 4}` → `[(1, 2), (4, 4)]`."""
+    out: list[tuple[int, int]] = []
+    for t in sorted(set(times)):
+        if out and out[-1][1] + 1 == t:
+            out[-1] = (out[-1][0], t)
+        else:
+            out.append((t, t))
+    return out
+
+
+def ranges_text(by_origin: dict[str, list[int]]) -> str:
+    """`A:2..3, A:5, B:1`: the events of each origin, named by their runs of origin times."""
+    return ", ".join(
+        f"{o}:{lo}" + (f"..{hi}" if hi != lo else "")
+        for o, times in by_origin.items()
+        for lo, hi in ranges(times)
+    )
+
+
+def span(times: Iterable[int]) -> tuple[int, int]:
+    """The first and last of some origin times (the `[from, to]` a JSON report names per origin)."""
+    ordered = sorted(times)
+    return ordered[0], ordered[-1]
+
+
+def own_lost(before_own: int, deleted_own: int, stored: set[int]) -> list[int]:
+    """DR0's report of A's own events: A's own origin times are dense (EM1: 1..CVV-A[A]) and those up to
+    DVV-A[A] were deleted by A on purpose (EM2), so every own origin time in (DVV-A[A], CVV-A[A]] before the
+    loss that A does not store after the recovery is lost."""
+    return [t for t in range(deleted_own + 1, before_own + 1) if t not in stored]
 
 
 def held_by(lost: dict[str, list[tuple[int, int]]], backup_cvv: VectorTime) -> dict[str, tuple[int, int]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from replctl.core.loss import ranges_text
 from replctl.core.model import Connection, Location, Segment, Violation
 from replctl.core.vectortime import VectorTime
 
@@ -115,50 +116,47 @@ def ret3_violation(lagging: Sequence[Lagging], name: str) -> Violation | None:
 class Stranded:
     """Own events of a location about to retire that no other remaining location has (RET1, RET3).
 
-    `first..last` are their origin times; `reached` is the furthest any other remaining location got.
+    `first..last` span their origin times `times`; `reached` is the furthest CVV entry of another remaining
+    location (which may cover events it does not store).
     """
 
     location: str
     first: int
     last: int
     reached: int
+    times: tuple[int, ...] = ()  # every stranded origin time (first..last may have gaps)
 
 
-def stranded_events(locations: Sequence[Location], name: str) -> Stranded | None:
+def stranded_events(locations: Sequence[Location], name: str, only_here: Sequence[int]) -> Stranded | None:
     """The own events of `name` that retiring it now would strand, or None.
 
     Retired, `name` may have no connection again (RET1), so an own event that no other remaining location
-    covers can never spread, and RET3 would refuse pruning its clock for good. Z's own events form a causal
-    chain (EM1), so "covered by L" is `CVV-L[Z] ≥ origin_time` (RET4): the stranded ones are those after the
-    furthest other remaining location, up to `CVV-Z[Z]`. Retired locations do not count (they can pass
-    nothing on), and an event Z deleted physically (covered by `DVV-Z`) is gone already: retiring strands
-    nothing of it.
+    stores can never spread, and RET3 would refuse pruning its clock for good. `only_here` are the origin
+    times of the own events `name` stores that no other remaining location stores (the data plane's
+    anti-join on the identity): a CVV is no answer, it covers events its location deleted physically (EM2)
+    or never received over a filtered connection. Retired locations do not count (they can pass nothing
+    on), and an event `name` deleted physically is not stored: retiring strands nothing of it.
     """
-    by_name = {loc.name: loc for loc in locations}
-    target = by_name.get(name)
-    if target is None or target.retired:
+    target = next((loc for loc in locations if loc.name == name), None)
+    if target is None or target.retired or not only_here:
         return None
-    own = target.cvv[name]
     reached = max(
         (loc.cvv[name] for loc in locations if loc.name != name and not loc.retired),
         default=0,
     )
-    first = max(reached, target.dvv[name]) + 1
-    if first > own:
-        return None
-    return Stranded(name, first, own, reached)
+    return Stranded(name, min(only_here), max(only_here), reached, tuple(sorted(only_here)))
 
 
 def stranded_violation(
-    locations: Sequence[Location], connections: Iterable[Connection], name: str
+    locations: Sequence[Location], connections: Iterable[Connection], name: str, only_here: Sequence[int]
 ) -> Violation | None:
     """The refusal of `location retire NAME` while it would strand own events (RET1, RET3), or None.
 
-    The hint lets them spread first, while `name` may still connect: add a connection again to the remaining
-    location it last sent to (the one that got furthest; any remaining location when it never had one),
-    replicate, remove it again, then retire.
+    `only_here` as for `stranded_events`. The hint lets them spread first, while `name` may still connect:
+    add a connection again to the remaining location it last sent to (the one that got furthest; any
+    remaining location when it never had one), replicate, remove it again, then retire.
     """
-    found = stranded_events(locations, name)
+    found = stranded_events(locations, name, only_here)
     if found is None:
         return None
     by_name = {loc.name: loc for loc in locations}
@@ -168,13 +166,13 @@ def stranded_violation(
     )
     remaining = [t for t in targets if not by_name[t].retired]
     to = remaining[0] if remaining else "LOCATION"
-    span = f"{name}:{found.first}" + (f"..{found.last}" if found.last != found.first else "")
+    listed = ranges_text({name: list(found.times)})
     return Violation(
         code="RET1",
         message=(
-            f"{name}'s own events {span} (origin times {found.first} to {found.last}) have reached no other "
-            f"location (the furthest has {name}:{found.reached}); a retired location may have no connection "
-            f"again (RET1), so they would be stranded and {name}'s clock could never be pruned (RET3)"
+            f"{name}'s own events {listed} are stored at no other remaining location; a retired location may "
+            f"have no connection again (RET1), so they would be stranded and {name}'s clock could never be "
+            "pruned (RET3)"
         ),
         hint=(
             f"replctl topology add {name} {to} && replctl replicate {name} {to} && "

@@ -1,11 +1,11 @@
 """No silent loss in recovery (rules.md DR0, DR1, DR5, BK2, BK3): consent before discarding, a report after.
 
 `recover location` and its `--from-backup` form call these before they change anything, dry run and run alike
-(the same code path, from the catalog and the manifests only, core.loss):
+(the same code path, from the catalog, the manifests and the stored identities, core.loss):
 
 - `refuse_discard`: a declared loss or a restore that drops events the store still holds intact, among them
-  events of A that no other location holds, is refused (exit 3, DR0) unless `--accept-loss`; with it the
-  outcome names them (`discarded`).
+  events no other location stores (the data plane decides it on the stored identities), is refused (exit 3,
+  DR0) unless `--accept-loss`; with it the outcome names them (`discarded`).
 - `refuse_backup_held`: when DR4's rounds on paper leave part of A's pre-loss CVV uncovered and A's newest
   backup holds that part, a recovery not from that backup is refused (exit 3, BK3) unless `--accept-loss`,
   with the hint naming the restore.
@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replctl.core import backups as bk
@@ -25,32 +25,38 @@ from replctl.core import recovery as dr
 from replctl.core.model import Location, Segment
 from replctl.core.vectortime import VectorTime
 from replctl.errors import Refused
-from replctl.services.ports import CatalogTransaction
+from replctl.services.ports import CatalogTransaction, DataPlane
 from replctl.services.topology_state import load_state
 
 
 def refuse_discard(
     tx: CatalogTransaction,
+    engine: DataPlane,
     loc: Location,
-    cut: Iterable[Segment],
+    cut: Sequence[Segment],
     *,
-    kept_own: int,
+    seq_from: int,
+    seq_below: int | None,
     how: str,
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
-    """DR0: refuse to drop intact stored segments holding events of A no other location holds, unless
-    `accept_loss`; then `doc["discarded"]` names them. `how` is the option that asked (` --lost-from 3`)."""
-    others = [x.cvv for x in tx.locations() if x.name != loc.name and not x.retired]
-    found = loss.discarded_own(loc.name, cut, kept_own=kept_own, cvv_own=loc.cvv[loc.name], others=others)
-    doc["discarded"] = {} if found is None else {loc.name: list(found)}
-    if found is None or accept_loss:
+    """DR0: refuse to drop the events A still stores intact (those of `cut` with seq in [`seq_from`,
+    `seq_below`)) that no other live location stores, of any origin, unless `accept_loss`; then
+    `doc["discarded"]` names them per origin. `how` is the option that asked (` --lost-from 3`).
+
+    Decided on what is stored, not on CVVs: a CVV also covers events its location deleted physically (EM2)
+    or never received through a filtered connection, which are held nowhere."""
+    elsewhere = [
+        s for x in tx.locations() if x.name != loc.name and not x.retired for s in tx.segments(x.name)
+    ]
+    found = engine.unheld(cut, seq_from=seq_from, seq_below=seq_below, elsewhere=elsewhere) if cut else {}
+    doc["discarded"] = {o: list(loss.span(times)) for o, times in found.items()}
+    if not found or accept_loss:
         return
-    lo, hi = found
     raise Refused(
-        f"refused [DR0]: recover location {loc.name}{how} would discard {loc.name}'s own events with "
-        f"origin times {lo}..{hi}, which {loc.name} still stores intact and no other location holds; "
-        "nothing was changed",
+        f"refused [DR0]: recover location {loc.name}{how} would discard {loss.ranges_text(found)}, which "
+        f"{loc.name} still stores intact and no other location stores; nothing was changed",
         code="DR0",
         hint=f"replctl recover location {loc.name}{how} --accept-loss",
     )
@@ -83,15 +89,88 @@ def refuse_backup_held(
 
 
 def report_lost(
-    tx: CatalogTransaction, name: str, before: VectorTime, reached: VectorTime, doc: dict[str, Any]
+    tx: CatalogTransaction,
+    name: str,
+    before: VectorTime,
+    reached: VectorTime,
+    doc: dict[str, Any],
+    *,
+    own: list[int],
+    planned: bool = False,
 ) -> None:
     """`doc["lost"]`: what of `before` (A's CVV before the recovery) the recovery's `reached` vector lacks and
-    no refused neighbour still holds (those may serve a later `recover`, DR5): lost for good."""
+    no refused neighbour still holds (those may serve a later `recover`, DR5): lost for good.
+
+    A's own part is exact (`own`, from `own_lost_after` or `own_lost_planned`): a CVV covers own events A
+    never stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
+    (`planned`) an entry only the run can tell is None."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     held = [x.cvv for x in tx.locations() if x.name in refused]
-    lost = bk.shortfall(before, reached.merge(*held))
-    doc["lost"] = {o: list(r) for o, r in sorted(lost.items())}
+    lost: dict[str, Any] = {o: list(r) for o, r in bk.shortfall(before, reached.merge(*held)).items()}
+    lost.pop(name, None)
+    if planned:
+        # A filtered terminal source's pass (DR3) brings the foreign events its filter passes: which ones
+        # depends on their contents, so a gap such a source's CVV reaches is known only by running.
+        rounds = {n for r in doc["rounds"] for n in r["sources"]}
+        filtered = [
+            x.cvv
+            for x in tx.locations()
+            if x.name in rounds and (c := tx.connection(x.name, name)) is not None and c.filter is not None
+        ]
+        for origin, (lo, _hi) in list(lost.items()):
+            if any(cvv[origin] >= lo for cvv in filtered):
+                lost[origin] = None
+    if own:
+        lost[name] = list(loss.span(own))
+    doc["lost"] = dict(sorted(lost.items()))
+
+
+def own_lost_after(
+    tx: CatalogTransaction,
+    engine: DataPlane,
+    name: str,
+    before: VectorTime,
+    *,
+    deleted_own: int,
+    doc: dict[str, Any],
+) -> list[int]:
+    """After the run: every own origin time in (`deleted_own`, CVV-A[A] before] that A does not store, and no
+    refused neighbour stores either (it may serve a later `recover`, DR5)."""
+    refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
+    segments = [s for n in [name, *sorted(refused)] for s in tx.segments(n)]
+    stored = engine.origin_times(segments, name, above=deleted_own, upto=before[name]) if segments else set()
+    return loss.own_lost(before[name], deleted_own, stored)
+
+
+def own_lost_planned(
+    tx: CatalogTransaction,
+    engine: DataPlane,
+    name: str,
+    before: VectorTime,
+    *,
+    deleted_own: int,
+    kept: set[int],
+    start_own: int,
+    doc: dict[str, Any],
+) -> list[int]:
+    """The dry run's `own_lost_after`: `kept` are the own origin times the recovery keeps (survivors or the
+    backup), `start_own` CVV-A[A] when the rounds start. A round's pass brings every own event its source
+    stores above that entry (CF1; a filtered terminal source passes `origin = A`, DR3, so the own part never
+    depends on event contents); what no source and no refused neighbour stores is lost."""
+    refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
+    sources = {n for r in doc["rounds"] for n in r["sources"]}
+    wanted = loss.own_lost(before[name], deleted_own, kept)
+    if not wanted:
+        return []
+    low, high = min(wanted) - 1, max(wanted)
+
+    def stored_at(names: set[str]) -> set[int]:
+        segments = [s for n in sorted(names) for s in tx.segments(n)]
+        return engine.origin_times(segments, name, above=low, upto=high) if segments else set()
+
+    held, brought = stored_at(refused), stored_at(sources)
+    return [t for t in wanted if t not in held and not (t > start_own and t in brought)]
 
 
 def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple[VectorTime, VectorTime]]:

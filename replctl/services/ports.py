@@ -406,6 +406,27 @@ class DataPlane(Protocol):
         """DR1 for a dry run: the statistics `truncate_below` would return, with nothing written."""
         ...
 
+    def unheld(
+        self,
+        segments: Sequence[Segment],
+        *,
+        seq_from: int,
+        seq_below: int | None,
+        elsewhere: Sequence[Segment],
+        origin: str | None = None,
+    ) -> dict[str, list[int]]:
+        """DR0, RET1: per origin, the sorted origin times of the events of `segments` with seq in
+        [`seq_from`, `seq_below`) (of `origin` only, when given) that no segment of `elsewhere` stores: an
+        anti-join on the identity (origin, origin_time), M3. Only the files the store still holds are read."""
+        ...
+
+    def origin_times(
+        self, segments: Sequence[Segment], origin: str, *, above: int, upto: int, seq_below: int | None = None
+    ) -> set[int]:
+        """DR0's report: the origin times in (`above`, `upto`] of the events of `origin` that `segments`
+        store with seq < `seq_below` when given (only the files the store still holds are read)."""
+        ...
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`: destroy the events seq ≥ `from_seq` of one segment in place, as a torn disk would."""
         ...

@@ -206,6 +206,7 @@ def _recover(
     if first_lost is not None:
         _consent(
             ctx,
+            engine,
             loc,
             segments,
             first_lost=first_lost,
@@ -221,11 +222,12 @@ def _recover(
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name])
 
 
 def _consent(
     ctx: OperationContext,
+    engine: DataPlane,
     loc: Location,
     segments: list[Segment],
     *,
@@ -235,8 +237,9 @@ def _consent(
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
-    """Before anything changes, dry run and run alike: DR0's consent to discard intact events only A holds
-    (a declared loss below the census's own first gap), and BK3's refusal to lose what A's backup holds."""
+    """Before anything changes, dry run and run alike: DR0's consent to discard intact events no other
+    location stores (a declared loss below the census's own first gap), and BK3's refusal to lose what A's
+    backup holds."""
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
     with ctx.transaction() as tx:
@@ -244,8 +247,17 @@ def _consent(
             # The declared cut lies below what the census found lost: from it up to the census's gap (or the
             # end), the store still holds the events (a straddling segment counts whole).
             cut = [s for s in segments if s.seq_hi >= first_lost and (found is None or s.seq_lo < found)]
-            kept_own = max([0, *(s.vt_lub[loc.name] for s in split.keep)])
-            loss.refuse_discard(tx, loc, cut, kept_own=kept_own, how=how, accept_loss=accept_loss, doc=doc)
+            loss.refuse_discard(
+                tx,
+                engine,
+                loc,
+                cut,
+                seq_from=first_lost,
+                seq_below=found,
+                how=how,
+                accept_loss=accept_loss,
+                doc=doc,
+            )
         others = [x.cvv for x in tx.locations() if x.name != loc.name]
         # The straddling segment's survivors are left out (a lower bound): the answer errs towards refusing.
         start = dr.recovered_clock(loc, lub([s.vt_lub for s in split.keep]), others).cvv
@@ -262,15 +274,33 @@ def finish_recovery(
     doc: dict[str, Any],
     *,
     before: VectorTime,
+    deleted_own: int,
+    kept_own: set[int] | None = None,
 ) -> dict[str, Any]:
     """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1); `doc["lost"]`
-    is what of `before`, A's CVV before the recovery, it could not get back."""
+    is what of `before`, A's CVV before the recovery, it could not get back. `deleted_own` is DVV-A[A] before
+    the loss (own events A deleted on purpose are not lost); `kept_own`, for a dry run, the own origin times
+    the recovery keeps when they are not A's stored survivors (a restore keeps the backup's)."""
+    start_own = VectorTime(doc["cvv"])[name]
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
         with ctx.transaction() as tx:
             current = get_location(tx, name)
             others = [x.cvv for x in tx.locations() if x.name != name]
-            loss.report_lost(tx, name, before, VectorTime(doc["cvv"]), doc)
+            if kept_own is None:
+                # The survivors: A's stored rows below the first lost seq, as the run keeps them (DR1).
+                mine = tx.segments(name)
+                kept_own = (
+                    engine.origin_times(
+                        mine, name, above=deleted_own, upto=before[name], seq_below=doc["lost_from"]
+                    )
+                    if mine
+                    else set()
+                )
+            own = loss.own_lost_planned(
+                tx, engine, name, before, deleted_own=deleted_own, kept=kept_own, start_own=start_own, doc=doc
+            )
+            loss.report_lost(tx, name, before, VectorTime(doc["cvv"]), doc, own=own, planned=True)
         if doc["rounds"]:
             # The events recovered take new seqs after T (DR1), as many as the passes examine: only the
             # run knows, so the dry run promises no number it cannot keep (issue 14).
@@ -288,7 +318,9 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
-        loss.report_lost(tx, name, before, ended.cvv, doc)
+    with ctx.transaction() as tx:
+        own = loss.own_lost_after(tx, engine, name, before, deleted_own=deleted_own, doc=doc)
+        loss.report_lost(tx, name, before, ended.cvv, doc, own=own)
     doc["clock"]["after"] = ended.seq
     doc["cvv"] = ended.cvv.to_dict()
     if doc["refused"]:
@@ -475,7 +507,8 @@ def _settle_refused(
             "source": r.source,
             "rule": r.rule,
             "reason": r.reason,
-            "missing": {k: list(v) for k, v in r.missing.items()},
+            # Per origin the origin times A lacks that the source deleted, [from, to] as in `lost`.
+            "missing": {k: [have + 1, deleted] for k, (deleted, have) in r.missing.items()},
         }
         for r in refused
     ]

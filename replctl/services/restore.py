@@ -160,11 +160,14 @@ def _restore(
                 },
             )
     if ctx.dry_run:
-        return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+        kept = _kept_own(engine, backups, manifest, above=loc.dvv[name], upto=cvv_before[name])
+        return finish_recovery(
+            ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name], kept_own=kept
+        )
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before)
+    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name])
 
 
 def _consent(
@@ -179,7 +182,7 @@ def _consent(
     doc: dict[str, Any],
 ) -> None:
     """Before anything changes, dry run and run alike: DR0's consent to discard what A still stores intact
-    past the backup and no other location holds, and BK3's refusal to lose what a newer backup holds."""
+    past the backup and no other live location stores, and BK3's refusal to lose what a newer backup holds."""
     name, how = loc.name, f" --from-backup {manifest.id}"
     # The census tells the intact part of A's log from what a disaster already took (DR0): only the
     # intact part is discarded by the restore's choice.
@@ -187,7 +190,15 @@ def _consent(
     cut = [s for s in present if s.seq_hi > manifest.last_seq and (found is None or s.seq_lo < found)]
     with ctx.transaction() as tx:
         loss.refuse_discard(
-            tx, loc, cut, kept_own=manifest.cvv[name], how=how, accept_loss=accept_loss, doc=doc
+            tx,
+            engine,
+            loc,
+            cut,
+            seq_from=manifest.last_seq + 1,
+            seq_below=found,
+            how=how,
+            accept_loss=accept_loss,
+            doc=doc,
         )
         others = [x.cvv for x in tx.locations() if x.name != name]
         base = replace(loc, dvv=manifest.dvv)
@@ -201,6 +212,19 @@ def _consent(
             how=how,
             accept_loss=accept_loss,
         )
+
+
+def _kept_own(engine: Engine, backups: BackupStore, manifest: Manifest, *, above: int, upto: int) -> set[int]:
+    """The dry run's survivors of a restore: the own origin times in (`above`, `upto`] the backup's segments
+    store, read where the backup store keeps them (a backup may lack own events its CVV covers, after an
+    earlier loss, so the CVV is no answer)."""
+    name = manifest.location
+    segments = [Segment(0, name, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub) for s in manifest.segments]
+    if not segments:
+        return set()
+    return Engine(backups.segment_store(), engine.settings).origin_times(
+        segments, name, above=above, upto=upto
+    )
 
 
 def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> list[tuple[str, BackupSegment]]:

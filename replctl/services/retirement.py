@@ -74,16 +74,18 @@ def retire(
     pruning runs ("re-running ... prunes once RET3 holds", cli.md).
     """
     if not prune_clock:
-        return RetirementOutcome(topology.retire_location(catalog, name, reason=reason, dry_run=dry_run))
+        return RetirementOutcome(
+            topology.retire_location(catalog, engine, name, reason=reason, dry_run=dry_run)
+        )
     # RET1 first: a location with current connections is refused before RET3 is even asked.
-    would_retire = topology.retire_location(catalog, name, reason=reason, dry_run=True)
+    would_retire = topology.retire_location(catalog, engine, name, reason=reason, dry_run=True)
     with catalog.transaction(readonly=True) as tx:
         plan = _plan(tx, name, retiring=True)
         _refuse_unless_ok(plan)
         _refuse_damaged_logs(tx, engine, plan)
     if dry_run:
         return RetirementOutcome(would_retire, _report(plan))
-    retired = topology.retire_location(catalog, name, reason=reason)
+    retired = topology.retire_location(catalog, engine, name, reason=reason)
     # Two operations: a crash between them leaves Z retired and unpruned, which the re-run (a no-op
     # retirement on a retired location, then the pruning) completes (REP3).
     hit("retire.before-prune")

@@ -34,7 +34,7 @@ from replctl.services.operations import (
     location_resource,
     operation,
 )
-from replctl.services.ports import Catalog, CatalogTransaction
+from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 from replctl.services.topology_state import is_rule_id, load_state, violation_json
 from replctl.services.views import change_json
 
@@ -226,27 +226,43 @@ def add_location(
 
 
 def retire_location(
-    catalog: Catalog, name: str, *, reason: str | None = None, dry_run: bool = False
+    catalog: Catalog,
+    engine: DataPlane,
+    name: str,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
 ) -> TopologyOutcome:
-    """`location retire NAME` (RET1: refused while it has a current connection)."""
+    """`location retire NAME` (RET1: refused while it has a current connection, or while it stores own
+    events no other remaining location stores; `engine` reads the stored identities)."""
     return _run(
         catalog,
         command="location retire",
         args={"name": name},
         reason=reason,
         dry_run=dry_run,
-        plan=lambda state, tx: _plan_retire(state, tx, name),
+        plan=lambda state, tx: _plan_retire(state, tx, engine, name),
         resources=[location_resource(name)],
     )
 
 
-def _plan_retire(state: TopologyState, tx: CatalogTransaction, name: str) -> plans.Decision:
+def _plan_retire(
+    state: TopologyState, tx: CatalogTransaction, engine: DataPlane, name: str
+) -> plans.Decision:
     """RET1 on the topology first (no current connection), then on the logs: retiring must not strand own
-    events that reached no other location (`core.retirement.stranded_violation`)."""
+    events no other remaining location stores (`core.retirement.stranded_violation`)."""
     decision = plans.plan_retire(state, name)
     if not decision.ok or not decision.changes:
         return decision
-    stranded = stranded_violation(tx.locations(), tx.connections(), name)
+    locations = tx.locations()
+    elsewhere = [s for x in locations if x.name != name and not x.retired for s in tx.segments(x.name)]
+    mine = tx.segments(name)
+    only_here = (
+        engine.unheld(mine, seq_from=0, seq_below=None, elsewhere=elsewhere, origin=name).get(name, [])
+        if mine
+        else []
+    )
+    stranded = stranded_violation(locations, tx.connections(), name, only_here)
     return decision if stranded is None else plans.Decision(violations=(stranded,))
 
 

@@ -310,6 +310,43 @@ class FakeDataPlane:
         """DR1 on paper: what `truncate_below` would keep, written nowhere."""
         return stats_of([e for e in self.store.segments.get(segment.path, []) if e["seq"] < keep_below])
 
+    def unheld(
+        self,
+        segments: Sequence[Segment],
+        *,
+        seq_from: int,
+        seq_below: int | None,
+        elsewhere: Sequence[Segment],
+        origin: str | None = None,
+    ) -> dict[str, list[int]]:
+        """DR0, RET1: per origin, the origin times of the events of `segments` in the seq range that no
+        segment of `elsewhere` stores (segments the store no longer holds are skipped)."""
+        stored = {(e["origin"], e["origin_time"]) for e in self._held(elsewhere)}
+        out: dict[str, set[int]] = {}
+        for e in self._held(segments):
+            inside = e["seq"] >= seq_from and (seq_below is None or e["seq"] < seq_below)
+            wanted = inside and (origin is None or e["origin"] == origin)
+            if wanted and (e["origin"], e["origin_time"]) not in stored:
+                out.setdefault(e["origin"], set()).add(e["origin_time"])
+        return {o: sorted(t) for o, t in sorted(out.items())}
+
+    def origin_times(
+        self, segments: Sequence[Segment], origin: str, *, above: int, upto: int, seq_below: int | None = None
+    ) -> set[int]:
+        """DR0's report: the origin times in (`above`, `upto`] of `origin`'s events that `segments` store
+        (with seq < `seq_below`, when given)."""
+        return {
+            e["origin_time"]
+            for e in self._held(segments)
+            if e["origin"] == origin
+            and above < e["origin_time"] <= upto
+            and (seq_below is None or e["seq"] < seq_below)
+        }
+
+    def _held(self, segments: Sequence[Segment]) -> list[dict[str, Any]]:
+        """The events the store still holds of `segments`, whatever a disaster took (no count check)."""
+        return [e for seg in segments for e in self.store.segments.get(seg.path, [])]
+
     def cut_files(self, segment: Segment, from_seq: int) -> None:
         """`drill disaster`: the segment loses its events seq ≥ `from_seq`; with none left it is gone."""
         kept = [e for e in self.store.segments.get(segment.path, []) if e["seq"] < from_seq]

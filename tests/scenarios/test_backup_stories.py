@@ -299,7 +299,7 @@ def test_a_restore_from_a_backup_older_than_a_neighbours_deletion_is_planned_as_
     assert (plan["rounds"], [(r["source"], r["rule"]) for r in plan["refused"]]) == ([], [("A", "DR4")])
     out = rc("recover", "location", "B", "--from-backup", "latest", "--json", expect=5).doc
     assert (out["rounds"], [(r["source"], r["rule"]) for r in out["refused"]]) == ([], [("A", "DR4")])
-    assert out["refused"][0]["missing"] == plan["refused"][0]["missing"] == {"A": [2, 0]}
+    assert out["refused"][0]["missing"] == plan["refused"][0]["missing"] == {"A": [1, 2]}
     assert rc.keys("B") == ["b1"] and rc.connection("A", "B")["state"] == "blocked"
 
 
@@ -584,8 +584,8 @@ def test_restoring_a_healthy_log_over_events_only_it_holds_is_refused_dry_run_an
     before = rc.snapshot()
     refusal = {
         "code": "DR0",
-        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M's own events with "
-        "origin times 3..3, which M still stores intact and no other location holds; nothing was changed",
+        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M:3, which M still "
+        "stores intact and no other location stores; nothing was changed",
         "hint": f"replctl recover location M --from-backup {made} --accept-loss",
     }
     planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
@@ -603,6 +603,44 @@ def test_restoring_with_accept_loss_names_the_discarded_events(rc: Replctl) -> N
         assert (out["discarded"], out["lost"]) == ({"M": [3, 3]}, {"M": [3, 3]})
     assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2")]
     assert rc.location("M")["cvv"] == {"M": 2}
+
+
+def test_restoring_over_an_own_event_the_neighbour_deleted_is_refused_dr0(rc: Replctl) -> None:
+    # DR0 via BK2: N's CVV covers m3 but N deleted it physically; M stores the only copy.
+    made = backed_up_before_an_own_event(rc)
+    rc("replicate")
+    rc("delete", "N", "--upto", "3")
+    before = rc.snapshot()
+    refusal = {
+        "code": "DR0",
+        "message": f"refused [DR0]: recover location M --from-backup {made} would discard M:3, which M still "
+        "stores intact and no other location stores; nothing was changed",
+        "hint": f"replctl recover location M --from-backup {made} --accept-loss",
+    }
+    planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
+    assert planned["error"] == refusal
+    assert rc.json("recover", "location", "M", "--from-backup", "latest", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3")]
+
+
+def test_a_restore_dry_run_reads_the_own_events_the_backup_stores_not_its_cvv(rc: Replctl) -> None:
+    # A⇄N filtered on x%: y1 (A:2) was lost in an earlier total loss, so the backup's CVV covers A:2 though
+    # it stores only A:1 and A:3. The dry run reads the backup's events as the run reads the restored copies.
+    rc("location", "add", "A")
+    rc("location", "add", "N")
+    rc("topology", "add", "A", "N", "--filter", "key like 'x%'")
+    rc("topology", "add", "N", "A", "--filter", "key like 'x%'")
+    rc.append("A", "x1", "y1", "x2")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "1")
+    assert rc.json("recover", "location", "A")["lost"] == {"A": [2, 2]}
+    rc("backup", "create", "A")
+    rc("drill", "disaster", "A", "--from", "1")
+    planned = rc.json("recover", "location", "A", "--from-backup", "latest", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--from-backup", "latest")
+    assert planned["lost"] == doc["lost"] == {"A": [2, 2]}
+    assert rc.stored("A") == [("A", 1, "x1"), ("A", 3, "x2")]
 
 
 def lone_backed_up(rc: Replctl) -> str:

@@ -29,7 +29,7 @@ def test_recover_dry_run_refuses_the_source_the_run_refuses_dr4(rc: Replctl) -> 
     assert planned["dry_run"] is True
     assert planned["rounds"] == []
     assert [(r["source"], r["rule"], r["missing"]) for r in planned["refused"]] == [
-        ("B", "DR4", {"A": [3, 0]})
+        ("B", "DR4", {"A": [1, 3]})
     ]
     ran = rc("recover", "location", "A", "--json", expect=5).doc
     assert _decisions(planned) == _decisions(ran)

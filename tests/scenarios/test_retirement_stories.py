@@ -156,9 +156,8 @@ def test_retiring_a_location_whose_own_events_reached_no_other_location_is_refus
     before = rc.snapshot()
 
     expected = (
-        "R's own events R:2 (origin times 2 to 2) have reached no other location (the furthest has R:1); "
-        "a retired location may have no connection again (RET1), so they would be stranded and R's clock "
-        "could never be pruned (RET3)"
+        "R's own events R:2 are stored at no other remaining location; a retired location may have no "
+        "connection again (RET1), so they would be stranded and R's clock could never be pruned (RET3)"
     )
     hint = (
         "replctl topology add R S && replctl replicate R S && replctl topology remove R S, "
@@ -192,6 +191,33 @@ def test_retiring_a_location_whose_own_events_reached_no_other_location_is_refus
         ("R", 1, "r1", {}),
         ("R", 2, "r2", {}),
     ]
+
+
+def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_though_a_cvv_covers_it_ret1(
+    rc: Replctl,
+) -> None:
+    """Z→B passes only x1, whose vt covers y1: B's CVV covers Z:1 by causality, but no one else stores y1."""
+    for name in "BZ":
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "B", "--filter", "key = 'x1'")
+    rc.append("Z", "y1", "x1")
+    rc("replicate")
+    rc("topology", "remove", "Z", "B")
+    assert locations(rc)["B"]["cvv"]["Z"] == 2  # x1's vt covers y1
+    before = rc.snapshot()
+    for dry in ([], ["--dry-run"]):
+        refused = rc.json("location", "retire", "Z", *dry, expect=3)["error"]
+        assert (refused["code"], refused["message"]) == (
+            "RET1",
+            "refused [RET1]: Z's own events Z:1 are stored at no other remaining location; a retired location "
+            "may have no connection again (RET1), so they would be stranded and Z's clock could never be "
+            "pruned (RET3)",
+        )
+        assert (refused["details"]["stranded"], refused["details"]["reached"]) == (
+            {"origin": "Z", "from": 1, "to": 1},
+            2,
+        )
+    assert rc.snapshot() == before
 
 
 def test_retiring_a_location_whose_unspread_events_were_deleted_strands_nothing_ret1(rc: Replctl) -> None:

@@ -282,3 +282,84 @@ def test_a_location_added_after_a_deletion_waits_until_it_can_miss_nothing_add1(
             ("A", 3, "e3"),
         ], name
     assert _log(catalog, plane, "A") == [(3, "A", 3, {"A": 3}, "e3")]
+
+
+def test_a_declared_loss_over_events_their_origin_deleted_is_refused_on_what_is_stored_dr0(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    # DR0: A's CVV-B entry is no copy of b1, b2 once B deleted them; they exist only at A.
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "A", "a1")
+    _append(catalog, plane, "B", "b1", "b2")
+    replication.replicate_all(catalog, plane)
+    deletion.delete(catalog, plane, "B", upto=3)
+    for dry_run in (True, False):
+        with pytest.raises(Refused) as refused:
+            recovery.recover(catalog, plane, "A", lost_from=2, dry_run=dry_run)
+        assert (refused.value.code, refused.value.message) == (
+            "DR0",
+            "refused [DR0]: recover location A --lost-from 2 would discard B:1..2, which A still stores intact "
+            "and no other location stores; nothing was changed",
+        )
+    assert [e[4] for e in _log(catalog, plane, "A")] == ["a1", "b1", "b2"]
+    doc = recovery.recover(catalog, plane, "A", lost_from=2, accept_loss=True)
+    assert doc["discarded"] == {"B": [1, 2]}
+    assert [e[4] for e in _log(catalog, plane, "A")] == ["a1"]
+
+
+def test_which_events_no_other_location_stores_reads_only_what_the_stores_hold(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    # The data plane's anti-join on (origin, origin_time): B's CVV covers A:1..3, B stores only A:1 once a
+    # drill took the rest, and A's rows from seq 2 on are asked.
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "A", "a1")
+    _append(catalog, plane, "A", "a2", "a3")
+    replication.replicate_all(catalog, plane)
+    recovery.drill(catalog, plane, "B", 2)
+    with catalog.transaction(readonly=True) as tx:
+        mine, theirs = tx.segments("A"), tx.segments("B")
+    assert plane.unheld(mine, seq_from=2, seq_below=None, elsewhere=theirs) == {"A": [2, 3]}
+    assert plane.unheld(mine, seq_from=1, seq_below=3, elsewhere=theirs, origin="A") == {"A": [2]}
+    assert plane.unheld(mine, seq_from=1, seq_below=None, elsewhere=mine) == {}
+    assert plane.origin_times(theirs, "A", above=0, upto=3) == {1}
+    assert plane.origin_times(mine, "A", above=1, upto=3, seq_below=3) == {2}
+
+
+def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_ret1(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "B", "Z")
+    topology.add_connection(catalog, "Z", "B", filter_expr="key = 'x1'")
+    _append(catalog, plane, "Z", "y1", "x1")
+    replication.replicate_all(catalog, plane)
+    topology.remove_connection(catalog, "Z", "B")
+    assert _state(catalog, "B")[1]["Z"] == 2  # x1's vt covers y1
+    with pytest.raises(Refused) as refused:
+        retirement.retire(catalog, plane, "Z", prune_clock=False)
+    assert (refused.value.code, refused.value.details["stranded"]) == (
+        "RET1",
+        {"origin": "Z", "from": 1, "to": 1},
+    )
+
+
+def test_a_filtered_terminal_recovery_reports_the_own_events_no_one_stored_dr3(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A", "N")
+    topology.add_connection(catalog, "A", "N", filter_expr="key like 'x%'")
+    topology.add_connection(catalog, "N", "A", filter_expr="key like 'x%'")
+    _append(catalog, plane, "A", "x1", "y1", "x2")
+    _append(catalog, plane, "N", "xn", "yn")
+    replication.replicate_all(catalog, plane)
+    recovery.drill(catalog, plane, "A", 1)
+    plan = recovery.recover(catalog, plane, "A", dry_run=True)
+    doc = recovery.recover(catalog, plane, "A")
+    assert (plan["lost"], doc["lost"]) == ({"A": [2, 2], "N": None}, {"A": [2, 2]})
+    assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, "A")] == [
+        ("N", 1, "xn"),
+        ("A", 1, "x1"),
+        ("A", 3, "x2"),
+    ]

@@ -425,12 +425,11 @@ class ReferenceModel:
         loc = self.locations[name]
         if loc.state != RETIRED and any(name in p for p in self.current()):
             return Outcome(3, "RET1")
-        if loc.state != RETIRED:
-            # RET1: retired, it never connects again; own events no other live location has would be stranded
-            # (those it deleted physically, under its DVV, are gone already).
-            reached = max((self.locations[n].cvv.get(name, 0) for n in self.live() if n != name), default=0)
-            if max(reached, loc.dvv.get(name, 0)) < loc.cvv.get(name, 0):
-                return Outcome(3, "RET1")
+        # RET1: retired, it never connects again; own events it stores that no other live location stores
+        # would be stranded (those it deleted physically are gone already; a CVV is no copy).
+        stranded = any(e.origin == name and not self.stored_elsewhere(name, e) for e in loc.events)
+        if loc.state != RETIRED and stranded:
+            return Outcome(3, "RET1")
         if prune:
             needed = max(max(x.cvv.get(name, 0), x.dvv.get(name, 0)) for x in self.locations.values())
             lagging = [n for n in self.live() if n != name and self.locations[n].cvv.get(name, 0) < needed]
@@ -572,6 +571,15 @@ class ReferenceModel:
 
     # ---- disasters and recovery (DR0–DR5) ------------------------------------------------------------
 
+    def stored_elsewhere(self, name: str, event: Event) -> bool:
+        """DR0, RET1: some other live location stores the event (its identity, M3)."""
+        return any(
+            (e.origin, e.origin_time) == (event.origin, event.origin_time)
+            for x in self.locations.values()
+            if x.name != name and x.state != RETIRED
+            for e in x.events
+        )
+
     def drill(self, name: str, from_seq: int) -> Outcome:
         """`drill disaster LOC --from S`: the stored suffix from S on is gone; the catalog is left as it was."""
         loc = self.locations[name]
@@ -692,20 +700,10 @@ class ReferenceModel:
             return Outcome(3, "BK2")  # a backup of another location is refused
         loc = self.locations[name]
         last_backed_up = max([backup.deleted_upto, *(e.seq for e in backup.events)])
-        elsewhere = max(
-            [
-                0,
-                *(
-                    x.cvv.get(name, 0)
-                    for x in self.locations.values()
-                    if x.name != name and x.state != RETIRED
-                ),
-            ]
-        )
-        kept = backup.cvv.get(name, 0)
-        cut_own = [e for e in loc.events if e.seq > last_backed_up and e.origin == name]
-        if not accept_loss and any(e.origin_time > max(elsewhere, kept) for e in cut_own):
-            return Outcome(3, "DR0")  # discarding A's only copy of its own stored events needs consent
+        # DR0: an intact stored event the restore drops that no other live location stores (a CVV is no copy).
+        cut = [e for e in loc.events if e.seq > last_backed_up]
+        if not accept_loss and any(not self.stored_elsewhere(name, e) for e in cut):
+            return Outcome(3, "DR0")  # discarding the only copy of a stored event needs consent
         if not accept_loss and self._loses_what_a_backup_holds(
             name, lambda trial: trial.restore(name, backup_id, accept_loss=True), backup_id
         ):

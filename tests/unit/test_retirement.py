@@ -243,17 +243,18 @@ def test_a_legacy_pruning_gives_every_location_active_then_its_entry_back_and_a_
     assert fresh.cvv == VectorTime({"V": 1})
 
 
-def test_own_events_no_other_remaining_location_covers_are_stranded_ret1() -> None:
-    # S has R:1; R has R:3: R:2..3 would be stranded. A retired T that has R:3 passes nothing on.
+def test_own_events_no_other_remaining_location_stores_are_stranded_ret1() -> None:
+    # R stores R:2, R:3 that no other remaining location stores (the data plane's answer); S's CVV says R:1.
     everyone = [loc("R", {"R": 3}), loc("S", {"R": 1}), loc("T", {"R": 3}, state=RETIRED)]
-    found = stranded_events(everyone, "R")
+    found = stranded_events(everyone, "R", [2, 3])
     assert found is not None
-    assert (found.first, found.last, found.reached) == (2, 3, 1)
+    assert (found.first, found.last, found.reached, found.times) == (2, 3, 1, (2, 3))
 
 
-def test_own_events_deleted_physically_or_spread_are_not_stranded_ret1() -> None:
-    assert stranded_events([loc("R", {"R": 3}, dvv={"R": 3}), loc("S", {"R": 1})], "R") is None
-    assert stranded_events([loc("R", {"R": 3}), loc("S", {"R": 3})], "R") is None
-    deleted_some = stranded_events([loc("R", {"R": 4}, dvv={"R": 2}), loc("S", {"R": 1})], "R")
-    assert deleted_some is not None and (deleted_some.first, deleted_some.last) == (3, 4)
-    assert stranded_events([loc("H", {}), loc("S", {"S": 2})], "H") is None  # emitted nothing
+def test_own_events_stored_elsewhere_or_none_are_not_stranded_ret1() -> None:
+    assert stranded_events([loc("R", {"R": 3}, dvv={"R": 3}), loc("S", {"R": 1})], "R", []) is None
+    assert stranded_events([loc("R", {"R": 3}, state=RETIRED), loc("S", {})], "R", [1]) is None
+    # A CVV that covers an event is no copy of it: S's CVV covers R:1 (a filtered connection) but S stores
+    # only R:2, so R:1 is stranded.
+    filtered = stranded_events([loc("R", {"R": 2}), loc("S", {"R": 2})], "R", [1])
+    assert filtered is not None and (filtered.first, filtered.last, filtered.reached) == (1, 1, 2)
