@@ -303,7 +303,7 @@ def test_a_declared_loss_over_events_their_origin_deleted_is_refused_on_what_is_
             "and no other location stores; nothing was changed",
         )
     assert [e[4] for e in _log(catalog, plane, "A")] == ["a1", "b1", "b2"]
-    doc = recovery.recover(catalog, plane, "A", lost_from=2, accept_loss=True)
+    doc = recovery.recover(catalog, plane, "A", lost_from=2, accept_loss=True).to_json()
     assert doc["discarded"] == {"B": [1, 2]}
     assert [e[4] for e in _log(catalog, plane, "A")] == ["a1"]
 
@@ -355,8 +355,8 @@ def test_a_filtered_terminal_recovery_reports_the_own_events_no_one_stored_dr3(
     _append(catalog, plane, "N", "xn", "yn")
     replication.replicate_all(catalog, plane)
     recovery.drill(catalog, plane, "A", 1)
-    plan = recovery.recover(catalog, plane, "A", dry_run=True)
-    doc = recovery.recover(catalog, plane, "A")
+    plan = recovery.recover(catalog, plane, "A", dry_run=True).to_json()
+    doc = recovery.recover(catalog, plane, "A").to_json()
     assert (plan["lost"], doc["lost"]) == ({"A": [2, 2], "N": None}, {"A": [2, 2]})
     assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, "A")] == [
         ("N", 1, "xn"),
