@@ -287,6 +287,11 @@ class LogStore(Protocol):
         """Copy a segment within the store (only the files `names`, when given)."""
         ...
 
+    def segment_digest(self, relative: str) -> str | None:
+        """The digest of the segment at `relative` as a backup's manifest records it (BK1), read back from
+        the store, local or remote; None when nothing is there."""
+        ...
+
 
 class DataPlane(Protocol):
     """The jobs over stored events (architecture.md: read → transform → write → report) and the store they

@@ -22,7 +22,6 @@ from replctl.core.retirement import clocks, parked_location
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
-from replctl.localfiles import digest
 from replctl.services import backups as backup_service
 from replctl.services import loss
 from replctl.services.lookup import get_location
@@ -277,15 +276,10 @@ def _prune_copies(
 
 
 def _check_copy(engine: Engine, manifest: Manifest, seg: BackupSegment, rel: str) -> None:
-    """Raise EnvironmentFailure (backup-damaged) unless the local copy at `rel` has the manifest's digest
-    (the same digest `put_segment` took: relative path and content of each file). A remote log store is not
-    read back; `backup verify` checked the backup's own copy before."""
-    if not engine.store.is_local:
-        return
-    try:
-        sha = digest(engine.store.local_path(rel))
-    except OSError as exc:
-        raise EnvironmentFailure(f"cannot read the restored copy {rel}: {exc}", code="store") from exc
+    """Raise EnvironmentFailure (backup-damaged) unless the copy at `rel`, read back from the log store, local
+    or remote, has the manifest's digest (the same digest `put_segment` took: relative path and content of
+    each file, BK2)."""
+    sha = engine.store.segment_digest(rel)
     if sha != seg.digest:
         raise EnvironmentFailure(
             f"backup {manifest.id} is damaged: the copy of {seg.path} differs from the manifest's digest; "
