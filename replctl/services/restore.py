@@ -129,16 +129,7 @@ def _restore(
         if not ctx.dry_run:
             tx.delete_segments([s.id for s in present])
             for rel, s in copies:
-                tx.add_segment(
-                    name,
-                    rel,
-                    s.seq_lo,
-                    s.seq_hi,
-                    s.count,
-                    s.vt_lub,
-                    ctx.id,
-                    files=engine.record_files(rel),
-                )
+                tx.add_written_segment(name, rel, s, ctx.id, engine.record_files(rel))
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
             restored = dr.recovering(base, clock, manifest.last_seq)
