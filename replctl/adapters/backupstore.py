@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
+from replctl.adapters.remotefiles import folder_digest, folder_files
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
@@ -198,26 +199,71 @@ class BackupStore:
         return LogStore(self.root / "segments" if self._fs is None else f"{self.uri}/segments")
 
     def copy_segment_to(self, path: str, store: LogStore, relative: str) -> None:
-        """Copy a held segment into the log store `store` as `relative` (BK2's restore)."""
-        if self._fs is None:
+        """Copy a held segment into the log store `store` as `relative` (BK2's restore), from a local or remote
+        backup store into a local or remote log store. The caller checks the copy's digest against the
+        manifest (`LogStore.segment_digest`) and removes it on any failure."""
+        if self._fs is None and store.is_local:
             store.copy_folder_in(self._segment(path), relative)
             return
-        target = store.local_path(relative)  # a remote backup restores into a local log store
+        if store.is_local:
+            self._copy_to_local(path, store, relative)
+        else:
+            self._copy_to_remote(path, store, relative)
+
+    def _held_files(self, path: str) -> list[tuple[str, Callable[[], BinaryIO]]]:
+        """The files of a held segment copy as (relative name, opener), sorted by name."""
+        if self._fs is None:
+            folder = self._segment(path)
+            return [
+                (f.relative_to(folder).as_posix(), _opener(f))
+                for f in sorted(folder.rglob("*"))
+                if f.is_file()
+            ]
+        fs = self._fs
+        return [
+            (name, functools.partial(fs.open_input_stream, self._remote("segments", path, name)))
+            for name, _ in self._remote_files(f"segments/{path}")
+        ]
+
+    def _copy_to_local(self, path: str, store: LogStore, relative: str) -> None:
+        # A hidden temporary folder renamed into place: the segment folder appears only when whole.
+        target = store.local_path(relative)
         temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             temporary.mkdir(parents=True)
-            for name, _ in self._remote_files(f"segments/{path}"):
+            for name, opened in self._held_files(path):
                 out = temporary.joinpath(*name.split("/"))
                 out.parent.mkdir(parents=True, exist_ok=True)
-                with (
-                    self._fs.open_input_stream(self._remote("segments", path, name)) as src,
-                    out.open("xb") as dst,
-                ):
+                with opened() as src, out.open("xb") as dst:
                     while chunk := src.read(_CHUNK):
                         dst.write(chunk)
             temporary.rename(target)
         except OSError as exc:
             shutil.rmtree(temporary, ignore_errors=True)
+            raise EnvironmentFailure(
+                f"cannot copy the backup copy of {path} to {store.uri(relative)}: {exc}", code="store"
+            ) from exc
+
+    def _copy_to_remote(self, path: str, store: LogStore, relative: str) -> None:
+        # Written in place, as Spark writes a segment there: an object store has no atomic folder move, and
+        # the fresh path is named by no catalog row until the restore commits, so a torn copy is never read
+        # (docs/stores.md); the restore removes it on failure.
+        import pyarrow.fs as pafs
+
+        fs, target = store.remote(relative)
+        try:
+            if fs.get_file_info(target).type != pafs.FileType.NotFound:
+                raise EnvironmentFailure(
+                    f"cannot copy onto an existing segment: {store.uri(relative)}", code="store"
+                )
+            fs.create_dir(target, recursive=True)
+            for name, opened in self._held_files(path):
+                if "/" in name:
+                    fs.create_dir(f"{target}/{name.rsplit('/', 1)[0]}", recursive=True)
+                with opened() as src, fs.open_output_stream(f"{target}/{name}") as dst:
+                    while chunk := src.read(_CHUNK):
+                        dst.write(chunk)
+        except OSError as exc:  # ArrowIOError derives from it
             raise EnvironmentFailure(
                 f"cannot copy the backup copy of {path} to {store.uri(relative)}: {exc}", code="store"
             ) from exc
@@ -306,30 +352,12 @@ class BackupStore:
 
     def _remote_files(self, relative: str, *, recursive: bool = True) -> list[tuple[str, pafs.FileInfo]]:
         """The files under a remote folder as (path relative to it, info), sorted; [] when it is absent."""
-        import pyarrow.fs as pafs
-
         assert self._fs is not None
-        base = self._remote(relative)
-        if self._fs.get_file_info(base).type != pafs.FileType.Directory:
-            return []
-        found = self._fs.get_file_info(pafs.FileSelector(base, recursive=recursive))
-        files = [(i.path[len(base) :].lstrip("/"), i) for i in found if i.type == pafs.FileType.File]
-        return sorted(files)
+        return folder_files(self._fs, self._remote(relative), recursive=recursive)
 
     def _remote_digest(self, relative: str) -> str | None:
         assert self._fs is not None
-        files = self._remote_files(relative)
-        if not files and self._info(relative).type == _file_type("NotFound"):
-            return None
-        whole = hashlib.sha256()
-        for name, _ in files:
-            sha = hashlib.sha256()
-            with self._fs.open_input_stream(self._remote(relative, name)) as src:
-                while chunk := src.read(_CHUNK):
-                    sha.update(chunk)
-            whole.update(name.encode() + b"\0")
-            whole.update(sha.hexdigest().encode() + b"\n")
-        return whole.hexdigest()
+        return folder_digest(self._fs, self._remote(relative))
 
     def _make_folder(self, relative: str, *, exist_ok: bool = False) -> None:
         if self._fs is None:
@@ -399,7 +427,7 @@ def _source_files(
         return
     import pyarrow.fs as pafs
 
-    fs, base = pafs.FileSystem.from_uri(arrow_uri(source.uri(path)))
+    fs, base = source.remote(path)
     found = fs.get_file_info(pafs.FileSelector(base, recursive=True))
     for info in sorted(found, key=lambda i: i.path):
         relative = info.path[len(base) :].lstrip("/")
@@ -408,9 +436,7 @@ def _source_files(
 
 
 def _remote_opener(source: LogStore, relative: str) -> Callable[[], BinaryIO]:
-    import pyarrow.fs as pafs
-
-    fs, file = pafs.FileSystem.from_uri(arrow_uri(source.uri(relative)))
+    fs, file = source.remote(relative)
     return functools.partial(fs.open_input_stream, file)
 
 

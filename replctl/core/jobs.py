@@ -9,9 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
+
+
+class WrittenStats(Protocol):
+    """What a segment row takes from a written segment: its row count, seq range and vt LUB (a job's
+    `SegmentStats`, a copied segment's row, a backup's segment)."""
+
+    @property
+    def count(self) -> int:
+        """Rows in the segment."""
+        ...
+
+    @property
+    def seq_lo(self) -> int:
+        """Its first seq."""
+        ...
+
+    @property
+    def seq_hi(self) -> int:
+        """Its last seq."""
+        ...
+
+    @property
+    def vt_lub(self) -> Mapping[str, int]:
+        """The LUB of `vt ⊔ identity` over its events (VT4, RET4)."""
+        ...
 
 
 @dataclass(frozen=True)

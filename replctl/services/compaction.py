@@ -16,7 +16,6 @@ from typing import Any
 from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.outcomes import AllOrNothing
 from replctl.core.retirement import clocks
-from replctl.core.vectortime import VectorTime
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
 from replctl.services.lookup import get_location
@@ -101,16 +100,7 @@ def compact(
                 hit("compact.after-write")
                 with ctx.transaction() as tx:
                     tx.delete_segments([s.id for s in run])
-                    tx.add_segment(
-                        name,
-                        out_rel,
-                        stats.seq_lo,
-                        stats.seq_hi,
-                        stats.count,
-                        VectorTime(stats.vt_lub),
-                        ctx.id,
-                        files=engine.record_files(out_rel),
-                    )
+                    tx.add_written_segment(name, out_rel, stats, ctx.id, engine.record_files(out_rel))
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below
                 for seg in run:

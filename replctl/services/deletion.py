@@ -318,16 +318,7 @@ def _apply_cut(
                 raise TargetsChanged(unforeseen)
             tx.delete_segments([s.id for s in gone])
             if kept is not None and out_rel is not None:
-                tx.add_segment(
-                    loc.name,
-                    out_rel,
-                    kept.seq_lo,
-                    kept.seq_hi,
-                    kept.count,
-                    VectorTime(kept.vt_lub),
-                    ctx.id,
-                    files=engine.record_files(out_rel),
-                )
+                tx.add_written_segment(loc.name, out_rel, kept, ctx.id, engine.record_files(out_rel))
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
                 current,

@@ -218,16 +218,7 @@ def append(
         with ctx.transaction() as tx:
             current = get_location(tx, name)
             # EM2: CVV-X := CVV-X ⊔ vt(e) for every new event; their LUB is the last one's vt.
-            tx.add_segment(
-                name,
-                out_rel,
-                stats.seq_lo,
-                stats.seq_hi,
-                stats.count,
-                VectorTime(stats.vt_lub),
-                ctx.id,
-                files=engine.record_files(out_rel),
-            )
+            tx.add_written_segment(name, out_rel, stats, ctx.id, engine.record_files(out_rel))
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
             ctx.step(

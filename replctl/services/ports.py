@@ -26,6 +26,7 @@ from replctl.core.jobs import (
     RewriteResult,
     SegmentRewrite,
     SegmentStats,
+    WrittenStats,
 )
 from replctl.core.journal import Operation, OperationStep, Outcome, PendingDeletion
 from replctl.core.model import Change, Connection, Location, Segment, SegmentFile, StoreMarker
@@ -53,6 +54,17 @@ class CatalogTransaction(Protocol):
         files: Sequence[SegmentFile] | None = None,
     ) -> Segment:
         """Commit a written segment file (path relative to the store root) to `location`'s log."""
+        ...
+
+    def add_written_segment(
+        self,
+        location: str,
+        path: str,
+        stats: WrittenStats,
+        operation_id: str | None,
+        files: Sequence[SegmentFile] | None,
+    ) -> Segment:
+        """Commit a segment a job wrote (or a copy made) at `path` with its statistics (`add_segment`)."""
         ...
 
     def begin_operation(
@@ -285,6 +297,11 @@ class LogStore(Protocol):
 
     def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
         """Copy a segment within the store (only the files `names`, when given)."""
+        ...
+
+    def segment_digest(self, relative: str) -> str | None:
+        """The digest of the segment at `relative` as a backup's manifest records it (BK1), read back from
+        the store, local or remote; None when nothing is there."""
         ...
 
 

@@ -405,16 +405,7 @@ def _recover_metadata(
         gone = [*split.lost, *([split.straddle] if split.straddle else [])]
         tx.delete_segments([s.id for s in gone])
         if kept_stats is not None and out_rel is not None:
-            tx.add_segment(
-                loc.name,
-                out_rel,
-                kept_stats.seq_lo,
-                kept_stats.seq_hi,
-                kept_stats.count,
-                VectorTime(kept_stats.vt_lub),
-                ctx.id,
-                files=engine.record_files(out_rel),
-            )
+            tx.add_written_segment(loc.name, out_rel, kept_stats, ctx.id, engine.record_files(out_rel))
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
         recovering = dr.recovering(loc, clock, last_survivor)

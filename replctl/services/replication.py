@@ -401,16 +401,7 @@ def _commit_run(
             )
         if result.segment is not None:
             seg = result.segment
-            tx.add_segment(
-                target.name,
-                out_rel,
-                seg.seq_lo,
-                seg.seq_hi,
-                seg.count,
-                VectorTime(seg.vt_lub),
-                ctx.id,
-                files=files,
-            )
+            tx.add_written_segment(target.name, out_rel, seg, ctx.id, files)
             # EM2: merge every written vt into CVV-Y.
             tx.put_location(
                 replace(current_target, seq=seg.seq_hi, cvv=current_target.cvv | VectorTime(seg.vt_lub))
@@ -566,9 +557,7 @@ def _commit_copy(
     with ctx.transaction() as tx:
         target = get_location(tx, conn.target)
         for seg, out_rel, files in copied:
-            tx.add_segment(
-                conn.target, out_rel, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, ctx.id, files=files
-            )
+            tx.add_written_segment(conn.target, out_rel, seg, ctx.id, files)
         tx.put_location(
             replace(
                 target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _, _ in copied))

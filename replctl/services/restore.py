@@ -22,7 +22,6 @@ from replctl.core.retirement import clocks, parked_location
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
-from replctl.localfiles import digest
 from replctl.services import backups as backup_service
 from replctl.services import loss
 from replctl.services.lookup import get_location
@@ -130,16 +129,7 @@ def _restore(
         if not ctx.dry_run:
             tx.delete_segments([s.id for s in present])
             for rel, s in copies:
-                tx.add_segment(
-                    name,
-                    rel,
-                    s.seq_lo,
-                    s.seq_hi,
-                    s.count,
-                    s.vt_lub,
-                    ctx.id,
-                    files=engine.record_files(rel),
-                )
+                tx.add_written_segment(name, rel, s, ctx.id, engine.record_files(rel))
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
             restored = dr.recovering(base, clock, manifest.last_seq)
@@ -301,15 +291,10 @@ def _prune_copies(
 
 
 def _check_copy(engine: Engine, manifest: Manifest, seg: BackupSegment, rel: str) -> None:
-    """Raise EnvironmentFailure (backup-damaged) unless the local copy at `rel` has the manifest's digest
-    (the same digest `put_segment` took: relative path and content of each file). A remote log store is not
-    read back; `backup verify` checked the backup's own copy before."""
-    if not engine.store.is_local:
-        return
-    try:
-        sha = digest(engine.store.local_path(rel))
-    except OSError as exc:
-        raise EnvironmentFailure(f"cannot read the restored copy {rel}: {exc}", code="store") from exc
+    """Raise EnvironmentFailure (backup-damaged) unless the copy at `rel`, read back from the log store, local
+    or remote, has the manifest's digest (the same digest `put_segment` took: relative path and content of
+    each file, BK2)."""
+    sha = engine.store.segment_digest(rel)
     if sha != seg.digest:
         raise EnvironmentFailure(
             f"backup {manifest.id} is damaged: the copy of {seg.path} differs from the manifest's digest; "

@@ -225,15 +225,8 @@ def _prune_log(ctx: OperationContext, engine: DataPlane, name: str, log: LogPrun
         tx.delete_segments(s.id for s in log.rewrite)
         for rewrite, stat in zip(rewrites, stats, strict=True):
             if stat is not None:
-                tx.add_segment(
-                    log.location,
-                    rewrite.target,
-                    stat.seq_lo,
-                    stat.seq_hi,
-                    stat.count,
-                    VectorTime(stat.vt_lub),
-                    ctx.id,
-                    files=engine.record_files(rewrite.target),
+                tx.add_written_segment(
+                    log.location, rewrite.target, stat, ctx.id, engine.record_files(rewrite.target)
                 )
         stored = lub(
             [

@@ -20,6 +20,7 @@ from replctl.adapters.catalog.connections import clear_stale_removed_progress
 from replctl.adapters.catalog.dialect import LOCATIONS
 from replctl.adapters.catalog.engine import make_engine
 from replctl.adapters.catalog.repository import Catalog, CatalogTransaction
+from replctl.core.jobs import SegmentStats
 from replctl.core.journal import Outcome
 from replctl.core.model import (
     Change,
@@ -30,6 +31,7 @@ from replctl.core.model import (
     Location,
     LocationState,
     Role,
+    SegmentFile,
 )
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, LockHeld, UnknownName
@@ -231,6 +233,25 @@ def test_segments_come_back_in_seq_order_with_their_lub(catalog: Catalog) -> Non
         assert tx.segments("A") == [first, later]
         assert tx.segments("B") == [other]
         assert tx.segments("C") == []
+
+
+def test_a_written_segment_is_committed_from_its_statistics_as_add_segment_commits_it(
+    catalog: Catalog,
+) -> None:
+    # The one helper every writing service uses: the row takes seq range, count and LUB from the job's
+    # statistics (here a SegmentStats with a plain dict LUB) and keeps the files as written.
+    _add_locations(catalog, "A")
+    files = (SegmentFile("part-0.parquet", 120, rows=10, seq_lo=1, seq_hi=10, sha256="ab" * 32),)
+    with catalog.transaction() as tx:
+        written = tx.add_written_segment(
+            "A", "A/00001.parquet", SegmentStats(10, 1, 10, {"A": 10, "B": 2}), "op-1", files
+        )
+        plain = tx.add_segment("A", "A/00002.parquet", 11, 12, 2, {"A": 12}, "op-2", files=None)
+    assert (written.seq_lo, written.seq_hi, written.count) == (1, 10, 10)
+    assert written.vt_lub == VectorTime({"A": 10, "B": 2})
+    with catalog.transaction() as tx:
+        assert tx.segments("A") == [written, plain]
+        assert tx.segments("A")[0].files == files
 
 
 def test_deleted_segments_are_gone_and_their_paths_no_longer_referenced(catalog: Catalog) -> None:

@@ -11,6 +11,7 @@ covers the plain comparisons the stories use, not every Spark function.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
@@ -108,6 +109,13 @@ class FakeStore:
     def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
         """Copy a segment's events to another path."""
         self.segments[dst_rel] = [dict(e) for e in self.segments[src_rel]]
+
+    def segment_digest(self, relative: str) -> str | None:
+        """A sha256 of the segment's events (the fake's own digest: no backup store copies its segments)."""
+        rows = self.segments.get(relative)
+        if rows is None:
+            return None
+        return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
 
     def write(self, relative: str, events: list[dict[str, Any]]) -> None:
         """Write a new segment; like Spark's `mode("error")`, an existing path is refused."""

@@ -125,3 +125,27 @@ def test_a_recorded_file_is_copied_under_its_write_digest_and_a_changed_source_s
         BackupStore(tmp_path / "short").put_segment(logs, SEGMENT, [data.name], recorded=recorded)
     assert BackupStore(tmp_path / "short").segment_digest(SEGMENT) is None
     assert list((tmp_path / "short" / "segments" / "A").iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_a_held_copy_restores_into_a_remote_log_store_under_the_digest_it_was_copied_with(
+    kind: str, tmp_path: Path, logs: LogStore
+) -> None:
+    # BK2 into a log store worked on through a pyarrow file system (as `hdfs://`, `s3a://` are), from every
+    # kind of backup store; the log store reads the copy back under the manifest's digest.
+    backups = STORES[kind](tmp_path / "backups")
+    _, sha = backups.put_segment(logs, SEGMENT)
+    (tmp_path / "remote").mkdir()
+    remote = LogStore(str(tmp_path / "remote"), filesystem=pafs.LocalFileSystem())
+    assert not remote.is_local
+    restored = "A/seg-0000000000000000001-99999999"
+    assert remote.segment_digest(restored) is None
+    backups.copy_segment_to(SEGMENT, remote, restored)
+    assert sorted(p.name for p in (tmp_path / "remote" / "A").iterdir()) == [
+        "seg-0000000000000000001-99999999"
+    ]
+    assert remote.segment_digest(restored) == sha == LogStore(tmp_path / "remote").segment_digest(restored)
+    with pytest.raises(EnvironmentFailure, match="cannot copy onto an existing segment"):
+        backups.copy_segment_to(SEGMENT, remote, restored)
+    remote.remove(restored)
+    assert remote.segment_digest(restored) is None

@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from clitool import Replctl
 
 from replctl import failpoints
+from replctl.adapters.logstore import LogStore
+from replctl.cli.context import AppContext
 from replctl.localfiles import digest
 
 pytestmark = pytest.mark.spark
@@ -222,9 +225,37 @@ def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl
     assert rc.snapshot() == before and rc.keys("A") == ["a1"]
 
 
-def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothing(rc: Replctl) -> None:
+def work_remotely(rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> Replctl:
+    """`rc` with its log store worked on as a remote one (`hdfs://`, `s3a://`): through a pyarrow file system
+    over the same real folder, so the restore's copy and digest take the non-local path; Spark reads and
+    writes that folder as before."""
+
+    def remote_store(self: AppContext) -> LogStore:
+        return LogStore(str(rc.store), filesystem=pafs.LocalFileSystem())
+
+    monkeypatch.setattr(AppContext, "store", remote_store)
+    return rc
+
+
+@pytest.fixture
+def remote(rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> Replctl:
+    """`rc` on a log store worked on as a remote one (`work_remotely`)."""
+    return work_remotely(rc, monkeypatch)
+
+
+@pytest.fixture(params=["local", "remote"])
+def either_store(request: pytest.FixtureRequest, rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> Replctl:
+    """`rc` on its local log store, then on the same store worked on as a remote one."""
+    return work_remotely(rc, monkeypatch) if request.param == "remote" else rc
+
+
+def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothing(
+    either_store: Replctl,
+) -> None:
     # Issue 19: the restore compares each copy it made with the manifest's digest, not only the backup's own
-    # copy before it starts; a file changed in between (here once the leases are held) restores nothing.
+    # copy before it starts; a file changed in between (here once the leases are held) restores nothing. On a
+    # remote log store too, where the copy is read back through the store's file system.
+    rc = either_store
     two_locations(rc)
     rc.append("A", "a1")
     made = rc.json("backup", "create", "A")["backups"][0]
@@ -398,6 +429,30 @@ def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: R
     doc = rc.json("recover", "location", "B", "--from-backup", made["id"])
     assert (doc["backup"], doc["refused"]) == (made["id"], [])
     assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_restore_into_a_remote_log_store_brings_back_the_backups_events(remote: Replctl) -> None:
+    # BK2 on a non-local log store: the backup's segments are copied in through the store's file system
+    # (before, the copy needed a local path and the restore exited 6).
+    rc = remote
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    made = rc.json("backup", "create", "A")["backups"][0]
+    rc.append("B", "b1")
+    rc("replicate")
+    doc = rc.json("recover", "location", "A", "--from-backup", made["id"])
+    assert (doc["backup"], doc["refused"]) == (made["id"], [])
+    # a1, a2 keep their seqs: they are the backup's files, copied in; b1 comes back from B after the floor (DR1).
+    assert (doc["rounds"], doc["clock"]) == (
+        [{"round": 1, "sources": ["B"], "written": 1}],
+        {"before": 3, "after": 6, "floor": 3},
+    )
+    shown = [
+        (e["seq"], e["origin"], e["origin_time"], e["key"]) for e in rc.json("log", "show", "A")["events"]
+    ]
+    assert shown == [(1, "A", 1, "a1"), (2, "A", 2, "a2"), (6, "B", 3, "b1")]
     assert rc.json("log", "verify")["ok"]
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, Row
 
 from replctl.adapters.catalog.dialect import SEGMENTS
+from replctl.core.jobs import WrittenStats
 from replctl.core.model import Segment, SegmentFile
 from replctl.core.vectortime import VectorTime
 
@@ -26,6 +27,27 @@ class SegmentQueries:
             select(SEGMENTS).where(SEGMENTS.c.location == location).order_by(SEGMENTS.c.seq_lo, SEGMENTS.c.id)
         )
         return [segment_from_row(row) for row in rows]
+
+    def add_written_segment(
+        self,
+        location: str,
+        path: str,
+        stats: WrittenStats,
+        operation_id: str | None,
+        files: Sequence[SegmentFile] | None,
+    ) -> Segment:
+        """Commit a segment a job wrote (or a copy made) at `path` with its statistics: `add_segment` with
+        the row's values taken from `stats`."""
+        return self.add_segment(
+            location,
+            path,
+            stats.seq_lo,
+            stats.seq_hi,
+            stats.count,
+            VectorTime(stats.vt_lub),
+            operation_id,
+            files=files,
+        )
 
     # The arguments follow the columns of a segment row, in order; callers pass them that way.
     def add_segment(  # noqa: PLR0917

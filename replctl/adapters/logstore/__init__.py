@@ -13,11 +13,16 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
+from replctl.adapters.remotefiles import folder_digest
 from replctl.core.model import Segment, StoreMarker
 from replctl.errors import EnvironmentFailure, InvalidInput
-from replctl.localfiles import make_folders
+from replctl.localfiles import digest, make_folders
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 SEGMENT_PREFIX = "seg-"
 # 19 digits hold every non-negative int64 seq, so names sort like their first seq.
@@ -29,12 +34,15 @@ _SEGMENT_NAME = re.compile(r"^seg-\d{19}-[0-9a-f]{8}$")
 class LogStore:
     """Paths of the segments of every location's log under one root."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, filesystem: pafs.FileSystem | None = None) -> None:
+        """`filesystem` works on `root` (a path within it) through that pyarrow file system, as a remote store
+        is worked on (tests run the remote paths on real folders so); None chooses by the URI's scheme."""
         text = str(root).rstrip("/") or "/"
         self._local: Path | None = None
-        if not _SCHEME.match(text):
+        self._fs = filesystem
+        if filesystem is None and not _SCHEME.match(text):
             self._local = Path(text).resolve()
-        elif urlparse(text).scheme == "file":
+        elif filesystem is None and urlparse(text).scheme == "file":
             # A file URI is percent-encoded (RFC 8089, `Path.as_uri()`); the folder is its decoded path.
             self._local = Path(unquote(urlparse(text).path))
         # Spark (Hadoop's `Path`) takes a path unencoded and encodes it itself: given `%20` it would write
@@ -115,12 +123,37 @@ class LogStore:
                 "catalog",
             )
 
+    def remote(self, relative: str) -> tuple[pafs.FileSystem, str]:
+        """The pyarrow file system of a remote store and the path of `relative` on it (remote stores only)."""
+        import pyarrow.fs as pafs
+
+        if self._fs is not None:
+            return self._fs, self.uri(relative)
+        uri = self.uri(relative)
+        try:
+            fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
+        except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
+            raise EnvironmentFailure(f"cannot open {uri}: {exc}", code="store") from exc
+        found: tuple[pafs.FileSystem, str] = (fs, path)
+        return found
+
+    def segment_digest(self, relative: str) -> str | None:
+        """The digest of the segment at `relative` (relative path and sha256 of each file, sorted: what a
+        backup's manifest records, BK1), on a local or a remote store; None when nothing is there."""
+        try:
+            if self._local is not None:
+                return digest(self.local_path(relative))
+            fs, path = self.remote(relative)
+            return folder_digest(fs, path)
+        except OSError as exc:  # ArrowIOError derives from it
+            raise EnvironmentFailure(f"cannot read {self.uri(relative)}: {exc}", code="store") from exc
+
     def _remove_remote(self, relative: str) -> None:
         import pyarrow.fs as pafs
 
         uri = self.uri(relative)
         try:
-            fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
+            fs, path = self.remote(relative)
             if fs.get_file_info(path).type == pafs.FileType.Directory:
                 fs.delete_dir(path)
             else:
