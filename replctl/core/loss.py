@@ -43,11 +43,19 @@ def span(times: Iterable[int]) -> tuple[int, int]:
     return ordered[0], ordered[-1]
 
 
-def own_lost(before_own: int, deleted_own: int, stored: set[int]) -> list[int]:
-    """DR0's report of A's own events: A's own origin times are dense (EM1: 1..CVV-A[A]) and those up to
-    DVV-A[A] were deleted by A on purpose (EM2), so every own origin time in (DVV-A[A], CVV-A[A]] before the
-    loss that A does not store after the recovery is lost."""
-    return [t for t in range(deleted_own + 1, before_own + 1) if t not in stored]
+def own_lost(
+    before_own: int, deleted_own: int, stored: set[int], emitted: Iterable[tuple[int, int]]
+) -> list[int]:
+    """DR0's report of A's own events: every own origin time A emitted (EM1: origin_time = A's seq at the append;
+    `emitted` are the appends' seq ranges) in (DVV-A[A], CVV-A[A]] before the loss (those up to DVV-A[A] A deleted
+    on purpose, EM2) that A does not store after the recovery. Own origin times are not dense: A's seq also counts
+    the events it received, so only the appends say which own events there were."""
+    return [
+        t
+        for lo, hi in sorted(emitted)
+        for t in range(max(lo, deleted_own + 1), min(hi, before_own) + 1)
+        if t not in stored
+    ]
 
 
 def held_by(lost: dict[str, list[tuple[int, int]]], backup_cvv: VectorTime) -> dict[str, tuple[int, int]]:

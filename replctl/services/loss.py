@@ -140,7 +140,20 @@ def own_lost_after(
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     segments = [s for n in [name, *sorted(refused)] for s in tx.segments(n)]
     stored = engine.origin_times(segments, name, above=deleted_own, upto=before[name]) if segments else set()
-    return loss.own_lost(before[name], deleted_own, stored)
+    return loss.own_lost(before[name], deleted_own, stored, emitted_ranges(tx, name))
+
+
+def emitted_ranges(tx: CatalogTransaction, name: str) -> list[tuple[int, int]]:
+    """The seq ranges of `name`'s own events (EM1: an own event's origin time is its seq at the append), from
+    the journal: each append's step commits with its segment row, so it is there exactly when the events are."""
+    from replctl.services.logs import APPEND_COMMAND, APPEND_STEP
+
+    return [
+        (int(step.detail["seq_lo"]), int(step.detail["seq_hi"]))
+        for op in tx.find_operations(APPEND_COMMAND, {"location": name})
+        for step in op.steps
+        if step.name == APPEND_STEP
+    ]
 
 
 def own_lost_planned(
@@ -160,7 +173,7 @@ def own_lost_planned(
     depends on event contents); what no source and no refused neighbour stores is lost."""
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     sources = {n for r in doc["rounds"] for n in r["sources"]}
-    wanted = loss.own_lost(before[name], deleted_own, kept)
+    wanted = loss.own_lost(before[name], deleted_own, kept, emitted_ranges(tx, name))
     if not wanted:
         return []
     low, high = min(wanted) - 1, max(wanted)

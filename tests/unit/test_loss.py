@@ -13,7 +13,14 @@ def test_origin_times_are_named_by_their_runs_per_origin() -> None:
 
 
 def test_own_events_lost_are_those_after_the_dvv_the_location_no_longer_stores_dr0() -> None:
-    # A's own origin times are dense (EM1): 1..5 before the loss, 1 deleted on purpose (DVV-A[A] = 1).
-    assert own_lost(5, 1, {2, 4}) == [3, 5]
-    assert own_lost(5, 5, set()) == []
-    assert own_lost(3, 0, {1, 2, 3}) == []
+    # Appended at seqs 1..5 (EM1: origin_time = seq), 1 deleted on purpose (DVV-A[A] = 1).
+    assert own_lost(5, 1, {2, 4}, [(1, 5)]) == [3, 5]
+    assert own_lost(5, 5, set(), [(1, 5)]) == []
+    assert own_lost(3, 0, {1, 2, 3}, [(1, 3)]) == []
+
+
+def test_own_origin_times_are_those_appended_not_every_seq_em1() -> None:
+    # A appended at seqs 1 and 3 and received an event at seq 2: origin time 2 was never A's.
+    assert own_lost(3, 0, {1, 3}, [(1, 1), (3, 3)]) == []
+    assert own_lost(3, 0, set(), [(3, 3), (1, 1)]) == [1, 3]
+    assert own_lost(9, 2, set(), [(1, 4), (8, 9)]) == [3, 4, 8, 9]
