@@ -78,11 +78,11 @@ def reset() -> None:
 
 
 @contextmanager
-def calling(name: str, callback: Callable[[], None]) -> Iterator[list[str]]:
+def calling(name: str, callback: Callable[[], object]) -> Iterator[list[str]]:
     """Within the block, run `callback` once, the first time the process reaches the point `name`.
 
     Yields a list that records `name` once the callback has run, so a test can assert that the interleaving
-    it meant to create did happen.
+    it meant to create did happen. What `callback` returns is ignored (a test may pass a CLI call).
     """
     if name not in POINTS:
         raise ValueError(f"unknown failpoint {name}")

@@ -26,7 +26,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -67,13 +67,13 @@ def timed_data_copy(source: Path, target: Path) -> float:
     return time.perf_counter() - start
 
 
-def timed_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, object]]:
+def timed_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, Any]]:
     start = time.perf_counter()
     doc = rc.json("backup", "create", "A", "--to", str(store))["backups"][0]
     return time.perf_counter() - start, doc
 
 
-def timed_service_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, object]]:
+def timed_service_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, Any]]:
     """The same backup through the service API, on the catalog this process keeps open (as a runbook does)."""
     from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.logstore import LogStore
@@ -155,7 +155,8 @@ def main() -> None:
         fulls.append(timed_backup(rc, root / f"full-{run}")[0])
         services.append(timed_service_backup(rc, root / f"service-{run}")[0])
     rc("log", "append", "A", "--generate", str(max(1, args.n // 100)), "--seed", "999")
-    incrementals, service_incrementals = [], []
+    incrementals: list[float] = []
+    service_incrementals: list[float] = []
     for run in range(args.runs):
         for kind, timer, out in (
             ("full", timed_backup, incrementals),

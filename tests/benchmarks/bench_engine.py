@@ -55,7 +55,8 @@ def append_times(work: Path, runs: int) -> tuple[list[float], list[float]]:
     for step in (["init"], ["location", "add", "A"]):
         subprocess.run(rc + step, env=env, check=True, capture_output=True)
     events = [arg for i in range(10) for arg in ("--event", f'{{"key": "k{i}"}}')]
-    base, append = [], []
+    base: list[float] = []
+    append: list[float] = []
     for _ in range(runs):
         for cmd, out in (
             ([sys.executable, "-c", "pass"], base),

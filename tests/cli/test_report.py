@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
-from htmlpage import Element, parse_file, parse_html
+
+from cli.htmlpage import Element, parse_file, parse_html
 
 REPO = Path(__file__).resolve().parents[2]
 OUTPUT = REPO / "test-output" / "report"

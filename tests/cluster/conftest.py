@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
-from cluster_scenario import in_process_invoker, run_story
+
+from cluster.cluster_scenario import in_process_invoker, run_story
 
 
 @pytest.fixture(scope="session")

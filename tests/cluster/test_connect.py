@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_scenario import EXPECTED_KEYS, run_story, stored_keys, subprocess_invoker
-from spark_services import connect_server, spark_env
 from spark_session import HOME
+
+from cluster.cluster_scenario import EXPECTED_KEYS, run_story, stored_keys, subprocess_invoker
+from cluster.spark_services import connect_server, spark_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_services import free_port, spark_env
+
+from cluster.spark_services import free_port, spark_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

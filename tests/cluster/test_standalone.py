@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_scenario import EXPECTED_KEYS, run_story, stored_keys, subprocess_invoker
-from spark_services import spark_env, standalone_cluster
 from spark_session import HOME
+
+from cluster.cluster_scenario import EXPECTED_KEYS, run_story, stored_keys, subprocess_invoker
+from cluster.spark_services import spark_env, standalone_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

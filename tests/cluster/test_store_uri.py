@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
-from cluster_scenario import READS, in_process_invoker, run_story
+
+from cluster.cluster_scenario import READS, in_process_invoker, run_story
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 from clitool import Replctl
 from crashed import died
-from killpoints import REPORT, Survived, World, kill_at, lost_and_duplicated, observe, poison
 
+from faults.killpoints import REPORT, Survived, World, kill_at, lost_and_duplicated, observe, poison
 from replctl import failpoints
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.repository import Catalog

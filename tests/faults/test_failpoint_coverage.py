@@ -10,12 +10,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import test_append_resume
-import test_kill_points
-import test_kill_points_backups
-import test_kill_points_maintenance
-
 import replctl
+from faults import (
+    test_append_resume,
+    test_kill_points,
+    test_kill_points_backups,
+    test_kill_points_maintenance,
+)
 from replctl.failpoints import POINTS
 
 

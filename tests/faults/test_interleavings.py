@@ -115,7 +115,7 @@ def test_an_interleaving_of_two_commands_equals_a_serial_order(
     assert set(codes.values()) <= {0, *UNFINISHED}, codes
     got = state(rc)
 
-    allowed = {
+    allowed: dict[str, tuple[str, ...]] = {
         f"{first} then {second}": (first, second),
         f"{second} then {first}": (second, first),
     }

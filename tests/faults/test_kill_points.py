@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 from clitool import Replctl, lose_what_the_neighbour_deleted
-from killpoints import (
+
+from faults.killpoints import (
     REPORT,
     Survived,
     World,

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from clitool import Replctl
-from killpoints import (
+
+from faults.killpoints import (
     REPORT,
     Survived,
     World,
@@ -65,7 +66,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], tuple[Path, dict[str, Any]]]:
     """Per command: the template world and what the uninterrupted command leaves."""
-    built = {}
+    built: dict[tuple[str, ...], tuple[Path, dict[str, Any]]] = {}
     for command, builder in ((BACKUP, build), (RESTORE, build_restore)):
         template = tmp_path_factory.mktemp("backup-template")
         rc = Replctl(template)

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from clitool import Replctl
 from crashed import died
-from killpoints import (
+
+from faults.killpoints import (
     REPORT,
     Survived,
     World,
@@ -34,7 +35,6 @@ from killpoints import (
     observe,
     poison,
 )
-
 from replctl import failpoints
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

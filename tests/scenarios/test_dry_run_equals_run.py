@@ -135,7 +135,7 @@ def without(doc: Doc, *keys: str) -> Doc:
     return {k: v for k, v in doc.items() if k not in {"dry_run", *keys}}
 
 
-def passes(doc: Doc) -> Doc:
+def passes(doc: Doc) -> dict[tuple[str, str], Doc]:
     """Replication: every pass the dry run decided, as the run reports that connection's first pass."""
     return {
         (p["source"], p["target"]): {
@@ -218,7 +218,7 @@ class Case:
 
     setup: Callable[[Replctl], None]
     args: tuple[str, ...]
-    decisions: Callable[[Doc], Doc]
+    decisions: Callable[[Doc], object]  # compared with ==: the decisions of the dry run and of the run
     code: int = 0
 
 

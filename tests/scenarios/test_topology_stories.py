@@ -5,6 +5,8 @@ Every refusal exits 3, names the rule id and the cycle, and leaves the catalog e
 
 from __future__ import annotations
 
+from typing import Any
+
 from clitool import Replctl
 
 
@@ -17,7 +19,9 @@ def connect(rc: Replctl, a: str, b: str, *extra: str) -> None:
     rc("topology", "add", a, b, "--both", *extra)
 
 
-def assert_refused(rc: Replctl, args: list[str], code: str, cycle_nodes: set[str] | None = None) -> dict:
+def assert_refused(
+    rc: Replctl, args: list[str], code: str, cycle_nodes: set[str] | None = None
+) -> dict[str, Any]:
     before = rc.snapshot()
     doc = rc.json(*args, expect=3)
     assert doc["ok"] is False

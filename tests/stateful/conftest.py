@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reached import REACHED
+from stateful.reached import REACHED
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -41,8 +41,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from reached import REACHED
-from reference_model import (
+
+from stateful.reached import REACHED
+from stateful.reference_model import (
     ACTIVE,
     DONE,
     HUB,
@@ -95,7 +96,7 @@ class CliVsModel(RuleBasedStateMachine):
         out = self.rc(*args, "--json", expect=None)
         REACHED.outcomes[str(out.code)] += 1
         try:
-            doc = json.loads(out.stdout)
+            doc: dict[str, Any] = json.loads(out.stdout)
         except json.JSONDecodeError:
             doc = {}
         error = (doc.get("error") or {}).get("code")
@@ -411,7 +412,9 @@ class CliVsModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def replicate_pair(self, data: st.DataObject) -> None:
         into_group = [p for p in self.current_pairs() if self.model.admission(*p)]
-        if into_group and data.draw(st.booleans(), label="into a group from outside"):  # reach RFC2's check
+        if bool(into_group) and data.draw(
+            st.booleans(), label="into a group from outside"
+        ):  # reach RFC2's check
             src, dst = data.draw(st.sampled_from(into_group), label="connection")
         else:
             src, dst = data.draw(st.sampled_from(self.current_pairs()), label="connection")

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 
 from hypothesis import given
 from hypothesis import strategies as st
-from topology_net import Net
 
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.retirement import (
@@ -20,6 +19,7 @@ from replctl.core.retirement import (
 )
 from replctl.core.topology_plans import plan_retire
 from replctl.core.vectortime import VectorTime
+from unit.topology_net import Net
 
 RETIRED = LocationState.RETIRED
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from topology_net import Net, codes
-
 from replctl.core.model import ChangeKind
 from replctl.core.topology_plans import (
     plan_connection_add,
@@ -14,6 +12,7 @@ from replctl.core.topology_plans import (
     validate,
 )
 from replctl.core.topology_rules import admission_projection
+from unit.topology_net import Net, codes
 
 F = "key = 'e3'"
 G = "array_contains(tags, 'ext')"

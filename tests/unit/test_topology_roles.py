@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from topology_net import Net, codes
-
 from replctl.core.model import Change, ChangeKind, Role
 from replctl.core.topology import fold
 from replctl.core.topology_plans import Decision, plan_connection_add, plan_failover, validate
+from unit.topology_net import Net, codes
 
 
 def test_read_only_location_cannot_get_an_outgoing_connection_role1() -> None:

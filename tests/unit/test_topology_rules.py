@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from topology_net import Net, codes
 
 from replctl.core.model import Change, ChangeKind, Role
 from replctl.core.topology import fold
@@ -16,6 +15,7 @@ from replctl.core.topology_plans import (
     plan_retire,
     validate,
 )
+from unit.topology_net import Net, codes
 
 F = "key = 'e3'"
 
