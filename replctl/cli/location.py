@@ -10,12 +10,12 @@ from rich.table import Table
 from replctl.cli.boundary import Effect, run
 from replctl.cli.completion import location_names
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.cli.render import render_topology_outcome, vector_text
 from replctl.core.model import Role
-from replctl.services.views import location_json
 
 if TYPE_CHECKING:
+    from replctl.services.locations import AllLocations, LocationDetail
     from replctl.services.retirement import RetirementOutcome
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
@@ -60,12 +60,9 @@ def list_(ctx: typer.Context) -> None:
 
         return all_locations(app.catalog())
 
-    def render(app: AppContext, locations: Any) -> None:
-        if app.json:
-            emit_json({"ok": True, "locations": [location_json(loc) for loc in locations]})
-            return
+    def render(app: AppContext, out: AllLocations) -> None:
         table = Table("name", "role", "state", "seq", "cvv", "dvv", "deleted_upto")
-        for loc in locations:
+        for loc in out.locations:
             table.add_row(
                 loc.name,
                 loc.role.value,
@@ -89,28 +86,9 @@ def show(ctx: typer.Context, name: Annotated[str, typer.Argument(autocompletion=
 
         return location_detail(app.catalog(), name, lambda: app.engine().store)
 
-    def render(app: AppContext, out: Any) -> None:
-        loc, conns, segments, damage = out.location, out.connections, out.segments, out.damage
-        doc = {
-            "ok": True,
-            **location_json(loc, damage),
-            "connections": [
-                {
-                    "source": c.source,
-                    "target": c.target,
-                    "state": c.state.value,
-                    "filter": c.filter,
-                    "progress": c.progress,
-                }
-                for c in conns
-            ],
-            "segments": [
-                {"path": s.path, "seq_lo": s.seq_lo, "seq_hi": s.seq_hi, "count": s.count} for s in segments
-            ],
-        }
-        if app.json:
-            emit_json(doc)
-            return
+    def render(app: AppContext, out: LocationDetail) -> None:
+        loc, conns, segments = out.location, out.connections, out.segments
+        doc = out.to_json()  # the state and damage as the census sees them, as --json says them
         console = stdout()
         console.print(
             # The state as the census sees it (DR0): a damaged location is not shown `active`.

@@ -20,7 +20,7 @@ from replctl.errors import InvalidInput
 
 if TYPE_CHECKING:
     from replctl.services.compaction import CompactionOutcome
-    from replctl.services.logs import AppendOutcome, VerifyOutcome
+    from replctl.services.logs import AppendOutcome, LogPage, VerifyOutcome
 
 log_app = typer.Typer(help="Local event logs: append, show, verify.", no_args_is_help=True)
 
@@ -114,17 +114,14 @@ def show(
         newest = None
         if not (app.json or every or limit is not None or from_seq is not None) and sys.stdout.isatty():
             newest = NEWEST_ON_A_TERMINAL
-        page = logs.show_page(
+        return logs.show_page(
             app.catalog(), app.engine(), location, from_seq=from_seq or 0, limit=limit, newest=newest
         )
-        return page, newest
 
-    def render(app: AppContext, out: Any) -> None:
-        page, newest = out
+    def render(app: AppContext, page: LogPage) -> None:
         if app.json:
-            emit_json_stream({"ok": True, **page.header}, "events", page.events)
+            emit_json_stream(page.head(), "events", page.events)
             return
-        header = page.header
         table = Table(
             "seq",
             "origin",
@@ -134,12 +131,12 @@ def show(
             "key",
             "tags",
             "payload",
-            title=f"{location}: seq {header['seq']}, deleted up to {header['deleted_upto']} "
-            f"(logically {header['logical_deleted_upto']})",
+            title=f"{location}: seq {page.seq}, deleted up to {page.deleted_upto} "
+            f"(logically {page.logical_deleted_upto})",
         )
         shown = hidden_shown = 0
         for e in page.events:
-            hidden = e["seq"] <= header["logical_deleted_upto"]
+            hidden = e["seq"] <= page.logical_deleted_upto
             hidden_shown += hidden
             shown += 1
             table.add_row(
@@ -160,7 +157,7 @@ def show(
                     "* logically deleted: hidden from local reading, kept for replication (DEL1)",
                     markup=False,
                 )
-            if newest is not None and shown < page.stored:
+            if page.newest is not None and shown < page.stored:
                 console.print(
                     f"the newest {shown} of {page.stored} stored events; every one: replctl log show "
                     f"{location} --all (or --from SEQ, --limit N)",

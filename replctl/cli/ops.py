@@ -2,40 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from replctl.cli.boundary import printable, run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout, timestamp_text
+from replctl.cli.output import stdout, timestamp_text
 from replctl.cli.render import cell, fields_text, value_text
+
+if TYPE_CHECKING:
+    from replctl.services.journal import FoundOperation, RecentOperations
 
 app = typer.Typer(help="The operation journal.", no_args_is_help=True)
 
 # The arguments `replctl apply` adds to the operation it runs; `ops show` names them in a sentence of their own.
 _APPLIED_ARGS = frozenset({"plan_file", "plan_sha256", "plan_catalog_version"})
-
-
-def operation_json(op: Any, *, steps: bool = False) -> dict[str, Any]:
-    """One journal entry."""
-    doc: dict[str, Any] = {
-        "id": op.id,
-        "command": op.command,
-        "args": op.args,
-        "actor": op.actor,
-        "host": op.host,
-        "reason": op.reason,
-        "outcome": op.outcome,
-        "error": op.error,
-        "started_at": op.started_at,
-        "ended_at": op.ended_at,
-    }
-    if steps:
-        doc["plan"] = op.plan
-        doc["steps"] = [{"index": s.index, "name": s.name, "detail": s.detail, "at": s.at} for s in op.steps]
-    return doc
 
 
 @app.command("list")
@@ -50,12 +33,9 @@ def list_(
 
         return recent_operations(app.catalog(), limit)
 
-    def render(app: AppContext, ops: Any) -> None:
-        if app.json:
-            emit_json({"ok": True, "operations": [operation_json(op) for op in ops]})
-            return
+    def render(app: AppContext, out: RecentOperations) -> None:
         table = Table("id", "started", "command", "outcome", "reason")
-        for op in ops:
+        for op in out.operations:
             table.add_row(
                 op.id[:8], timestamp_text(op.started_at), cell(op.command), op.outcome, cell(op.reason)
             )
@@ -73,11 +53,8 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
 
         return find_operation(app.catalog(), op_id)
 
-    def render(app: AppContext, op: Any) -> None:
-        doc = operation_json(op, steps=True)
-        if app.json:
-            emit_json({"ok": True, "operation": doc})
-            return
+    def render(app: AppContext, out: FoundOperation) -> None:
+        op = out.operation
         console = stdout()
         console.print(f"{op.id} {op.command} → {op.outcome}", markup=False)
         console.print(
@@ -95,8 +72,8 @@ def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]
                 f"made at catalog version {op.args.get('plan_catalog_version')})",
                 markup=False,
             )
-        for step in doc["steps"]:
-            console.print(f"  {step['index']}. {step['name']} {fields_text(step['detail'])}", markup=False)
+        for step in op.steps:
+            console.print(f"  {step.index}. {step.name} {fields_text(step.detail)}", markup=False)
         if op.error:
             console.print(_error_text(op.error), markup=False)
 

@@ -18,6 +18,7 @@ from replctl.services.views import connection_json, location_json
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
+    from replctl.services.status import StatusView
     from replctl.services.topology import TopologyOutcome, TopologyView
 
 
@@ -217,8 +218,12 @@ class Notes:
         self.lines.clear()
 
 
-def render_status(console: Console, doc: dict[str, Any], *, wide: bool = False) -> None:
-    """`status` in text mode: fits 80 columns, long texts below each table (all in the table with `wide`)."""
+def render_status(console: Console, status: StatusView, *, wide: bool = False) -> None:
+    """`status` in text mode: fits 80 columns, long texts below each table (all in the table with `wide`).
+
+    It draws the values of the `--json` document, so that the text and the JSON never disagree.
+    """
+    doc = status.to_json()
     notes = Notes(wide)
     table = fitted_table(("location", "role", "state"), ("seq", "cvv", "dvv", "deleted", "recoverable"))
     for loc in doc["locations"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import emit_json, stdout
 from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.services.status import StatusView
 
 db_app = typer.Typer(help="Catalog schema migrations (Alembic).", no_args_is_help=True)
 config_app = typer.Typer(help="Resolved configuration.", no_args_is_help=True)
@@ -172,18 +175,15 @@ def status(
 ) -> None:
     """Locations, connections (state, progress, lag, why they wait), version vectors and pending deletions."""
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> StatusView:
         from replctl.services import status as status_service
 
         return status_service.status(app.catalog(), app.checked_store(), manifests=app.manifests())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(app: AppContext, out: StatusView) -> None:
         from replctl.cli.render import render_status
 
-        if app.json:
-            emit_json({"ok": True, **out})
-        else:
-            render_status(stdout(), out, wide=wide)
+        render_status(stdout(), out, wide=wide)
 
     app: AppContext = ctx.obj
     if watch is not None and app.json:

@@ -34,7 +34,7 @@ class Outcome(Protocol):
 
 class AllOrNothing:
     """Base of the outcomes of commands that do all they were asked or fail (an append, a compaction, a
-    drill): they never leave work for a later run, so they are always complete."""
+    drill, every read): they never leave work for a later run, so they are always complete."""
 
     @property
     def completion(self) -> Completion:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from replctl.core.outcomes import AllOrNothing
 from replctl.services.lookup import get_location
+from replctl.services.views import location_json
 
 if TYPE_CHECKING:
     from replctl.core.damage import SegmentDamage
@@ -15,7 +17,18 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class LocationDetail:
+class AllLocations(AllOrNothing):
+    """`location list`: every location, retired ones included."""
+
+    locations: list[Location]
+
+    def to_json(self) -> dict[str, Any]:
+        """`location list --json` (cli.md): each location as `status --json` shows it, without the census."""
+        return {"ok": True, "locations": [location_json(loc) for loc in self.locations]}
+
+
+@dataclass(frozen=True)
+class LocationDetail(AllOrNothing):
     """One location with the connections into and out of it, its segments and what the census found."""
 
     location: Location
@@ -23,11 +36,33 @@ class LocationDetail:
     segments: list[Segment]
     damage: list[SegmentDamage] | None  # None: not looked for (a retired location has no log to check)
 
+    def to_json(self) -> dict[str, Any]:
+        """`location show --json` (cli.md): the location as `status --json` shows it (`damaged` when the
+        census found damage, DR0), its connections with their progress, and its segments."""
+        return {
+            "ok": True,
+            **location_json(self.location, self.damage),
+            "connections": [
+                {
+                    "source": c.source,
+                    "target": c.target,
+                    "state": c.state.value,
+                    "filter": c.filter,
+                    "progress": c.progress,
+                }
+                for c in self.connections
+            ],
+            "segments": [
+                {"path": s.path, "seq_lo": s.seq_lo, "seq_hi": s.seq_hi, "count": s.count}
+                for s in self.segments
+            ],
+        }
 
-def all_locations(catalog: Catalog) -> list[Location]:
+
+def all_locations(catalog: Catalog) -> AllLocations:
     """Every location, retired ones included (a read: no write lock)."""
     with catalog.transaction(readonly=True) as tx:
-        return tx.locations()
+        return AllLocations(tx.locations())
 
 
 def location_detail(catalog: Catalog, name: str, store: Callable[[], LogStore]) -> LocationDetail:

@@ -324,9 +324,29 @@ class LogPage:
     """`log show` as a stream: the log's metadata, its events in seq order (read lazily), and how many events
     are physically stored from `from_seq` on (the segments' catalogued counts, no read needed)."""
 
-    header: dict[str, Any]
+    location: str
+    seq: int
+    deleted_upto: int
+    logical_deleted_upto: int
     events: Iterator[dict[str, Any]]
     stored: int
+    newest: int | None = None  # only the newest N events were read (a terminal's default view)
+
+    def head(self) -> dict[str, Any]:
+        """The `log show --json` document up to its `events`, the list that comes last: the CLI writes the
+        events after it one by one as they are read, so a long log is never held whole (issue 18)."""
+        return {
+            "ok": True,
+            "location": self.location,
+            "seq": self.seq,
+            "deleted_upto": self.deleted_upto,
+            "logical_deleted_upto": self.logical_deleted_upto,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole `log show --json` document (cli.md), its events read into the list (the page's events
+        can be read once)."""
+        return {**self.head(), "events": list(self.events)}
 
 
 def show(
@@ -338,8 +358,9 @@ def show(
     limit: int | None = None,
 ) -> dict[str, Any]:
     """`log show`: the physically stored events in seq order (cli.md JSON shape)."""
-    page = show_page(catalog, engine, name, from_seq=from_seq, limit=limit)
-    return {**page.header, "events": list(page.events)}
+    doc = show_page(catalog, engine, name, from_seq=from_seq, limit=limit).to_json()
+    del doc["ok"]
+    return doc
 
 
 def show_page(
@@ -376,13 +397,7 @@ def show_page(
         events = iter(deque(events, maxlen=newest))
     elif limit is not None:
         events = islice(events, limit)
-    header = {
-        "location": name,
-        "seq": loc.seq,
-        "deleted_upto": loc.deleted_upto,
-        "logical_deleted_upto": loc.logical_deleted_upto,
-    }
-    return LogPage(header, events, stored)
+    return LogPage(name, loc.seq, loc.deleted_upto, loc.logical_deleted_upto, events, stored, newest)
 
 
 _EVENT_KEYS = ("seq", "origin", "origin_time", "vt", "type", "key", "tags", "payload")

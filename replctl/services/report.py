@@ -49,7 +49,8 @@ def collect(
     `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog, store, manifests=manifests)
+    doc = status_service.status(catalog, store, manifests=manifests).to_json()
+    del doc["ok"]  # the report's document is no command's answer
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
     doc["operations"] = [operation_view(op) for op in operations]

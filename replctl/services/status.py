@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from replctl.core.backups import Manifest, recoverability_all
-from replctl.core.model import Location, LocationState, Segment
+from replctl.core.backups import Manifest, Recoverability, recoverability_all
+from replctl.core.damage import SegmentDamage
+from replctl.core.journal import PendingDeletion
+from replctl.core.model import Connection, Location, LocationState, Segment, Violation
+from replctl.core.outcomes import AllOrNothing
 from replctl.core.topology_rules import validate as validate_state
 from replctl.core.vectortime import VectorTime
 from replctl.services.ports import Catalog, LogStore
+from replctl.services.views import connection_json, location_json
 
 
 def _lag(segments: list[Segment], progress: int, held: VectorTime | None = None) -> int:
@@ -32,18 +37,85 @@ def _lag(segments: list[Segment], progress: int, held: VectorTime | None = None)
     return lag
 
 
+@dataclass(frozen=True)
+class LocationStatus:
+    """One location as `status` shows it: its state as the census sees it (DR0) and whether its newest backup
+    restores it (BK3)."""
+
+    location: Location
+    damage: list[SegmentDamage] | None  # None: not looked for (no store given, or a retired location)
+    recoverable: Recoverability | None  # None: no answer for it (only active locations have one)
+    backups_read: bool  # False: the backup store could not be read, so the answer is `unknown`
+
+    def to_json(self) -> dict[str, Any]:
+        """The location's entry in `status --json`."""
+        view = location_json(self.location, self.damage)
+        if self.recoverable is None:
+            view["recoverable"] = None
+        elif not self.backups_read:
+            view["recoverable"] = {"state": "unknown", "backup": None, "shortfall": {}}
+        else:
+            view["recoverable"] = self.recoverable.to_json()
+        return view
+
+
+@dataclass(frozen=True)
+class ConnectionStatus:
+    """One connection as `status` shows it, with how many stored events its target still lacks."""
+
+    connection: Connection
+    lag: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The connection's entry in `status --json`: the `topology show` view plus progress, lag, reason."""
+        c = self.connection
+        return {**connection_json(c), "progress": c.progress, "lag": self.lag, "reason": c.reason}
+
+
+@dataclass(frozen=True)
+class StatusView(AllOrNothing):
+    """`replctl status`: every location and connection, the pending deletions and the ROLE2 warnings."""
+
+    locations: list[LocationStatus]
+    connections: list[ConnectionStatus]
+    pending: list[PendingDeletion]
+    warnings: list[Violation]
+
+    def to_json(self) -> dict[str, Any]:
+        """The `status --json` document (cli.md)."""
+        from replctl.services.topology_state import violation_json
+
+        return {
+            "ok": True,
+            "locations": [loc.to_json() for loc in self.locations],
+            "connections": [c.to_json() for c in self.connections],
+            "pending_deletions": [
+                {
+                    "location": p.location,
+                    "requested_upto": p.requested_upto,
+                    # One shape for `blocked_by` in every document (issue 18): `delete --json`'s objects. The
+                    # pending record keeps who holds the deletion back (DEL4), not from which seq: that needs
+                    # the log, which status does not read, so `first_blocked_seq` is null here.
+                    "blocked_by": [{"target": t, "first_blocked_seq": None} for t in p.blocked_by],
+                }
+                for p in self.pending
+            ],
+            "warnings": [violation_json(v) for v in self.warnings],
+            "matrix": version_matrix([x.location for x in self.locations if not x.location.retired]),
+        }
+
+
 def status(
     catalog: Catalog, store: LogStore | None = None, *, manifests: Sequence[Manifest] | None = None
-) -> dict[str, Any]:
-    """The `status --json` document (cli.md) plus ROLE2 warnings, and BK3 for every active location.
+) -> StatusView:
+    """`status` with the ROLE2 warnings, and BK3 for every active location.
 
     With the `store`, every live location's log goes through the census (names and sizes, no data read) and
     a damaged one shows `damaged` (DR0) with the segments concerned. `manifests` are the backup store's
     backups; None when it could not be read, which makes every answer `unknown` rather than a guess.
     """
     from replctl.services.damage import find_damage
-    from replctl.services.topology_state import load_state, violation_json
-    from replctl.services.views import connection_json, location_json
+    from replctl.services.topology_state import load_state
 
     with catalog.transaction(readonly=True) as tx:
         locations = tx.locations()
@@ -55,44 +127,25 @@ def status(
         state, locations, connections, manifests or (), lambda x: x.state is LocationState.ACTIVE
     )
     cvvs = {loc.name: loc.cvv for loc in locations}
-    views = []
-    for loc in locations:
-        view = location_json(
-            loc, find_damage(store, segments[loc.name]) if store and not loc.retired else None
-        )
-        found = recoverable.get(loc.name)
-        if found is None:
-            view["recoverable"] = None
-        elif manifests is None:
-            view["recoverable"] = {"state": "unknown", "backup": None, "shortfall": {}}
-        else:
-            view["recoverable"] = found.to_json()
-        views.append(view)
-    return {
-        "locations": views,
-        "connections": [
-            {
-                **connection_json(c),
-                "progress": c.progress,
-                "lag": _lag(segments.get(c.source, []), c.progress, cvvs.get(c.target)) if c.current else 0,
-                "reason": c.reason,
-            }
+    return StatusView(
+        locations=[
+            LocationStatus(
+                loc,
+                find_damage(store, segments[loc.name]) if store and not loc.retired else None,
+                recoverable.get(loc.name),
+                backups_read=manifests is not None,
+            )
+            for loc in locations
+        ],
+        connections=[
+            ConnectionStatus(
+                c, _lag(segments.get(c.source, []), c.progress, cvvs.get(c.target)) if c.current else 0
+            )
             for c in connections
         ],
-        "pending_deletions": [
-            {
-                "location": p.location,
-                "requested_upto": p.requested_upto,
-                # One shape for `blocked_by` in every document (issue 18): `delete --json`'s objects. The
-                # pending record keeps who holds the deletion back (DEL4), not from which seq: that needs the
-                # log, which status does not read, so `first_blocked_seq` is null here.
-                "blocked_by": [{"target": t, "first_blocked_seq": None} for t in p.blocked_by],
-            }
-            for p in pending
-        ],
-        "warnings": [violation_json(v) for v in validate_state(state) if v.warning],
-        "matrix": version_matrix([loc for loc in locations if not loc.retired]),
-    }
+        pending=list(pending),
+        warnings=[v for v in validate_state(state) if v.warning],
+    )
 
 
 def version_matrix(locations: list[Location]) -> dict[str, Any]:

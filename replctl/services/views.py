@@ -1,11 +1,12 @@
-"""JSON views of core values that several documents share (status, location list, topology show): one per
-concept, so that a location or a connection reads the same in every document."""
+"""JSON views of core values that several documents share (status, location list, topology show, ops): one
+per concept, so that a location, a connection or an operation reads the same in every document."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from replctl.core.damage import SegmentDamage
+from replctl.core.journal import Operation
 from replctl.core.model import Change, Connection, Location, LocationState
 
 
@@ -67,4 +68,24 @@ def change_json(change: Change) -> dict[str, Any]:
         doc["history"] = change.history.value
     if change.members:
         doc["members"] = list(change.members)
+    return doc
+
+
+def operation_json(op: Operation, *, steps: bool = False) -> dict[str, Any]:
+    """One journal entry as `ops list --json` lists it; with `steps`, as `ops show` adds its plan and steps."""
+    doc: dict[str, Any] = {
+        "id": op.id,
+        "command": op.command,
+        "args": op.args,
+        "actor": op.actor,
+        "host": op.host,
+        "reason": op.reason,
+        "outcome": op.outcome,
+        "error": op.error,
+        "started_at": op.started_at,
+        "ended_at": op.ended_at,
+    }
+    if steps:
+        doc["plan"] = op.plan
+        doc["steps"] = [{"index": s.index, "name": s.name, "detail": s.detail, "at": s.at} for s in op.steps]
     return doc
