@@ -50,14 +50,12 @@ def create(
     """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
 
     def action(app: AppContext) -> Any:
-        from replctl.adapters.backupstore import BackupStore
         from replctl.services import backups
 
-        target = BackupStore(to) if to else app.backups()
         return backups.create(
             app.catalog(),
             app.store(),
-            target,
+            app.backups(to),
             list(locations or []),
             reason=app.reason,
             dry_run=dry_run or app.planning,
@@ -170,11 +168,9 @@ def verify(
     I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
     def action(app: AppContext) -> Any:
-        from replctl.adapters.dataplane import Engine
         from replctl.services import backups
 
-        store = app.backups()
-        return backups.verify(store, list(ids or []), Engine(store.segment_store(), app.settings))
+        return backups.verify(app.backups(), list(ids or []))
 
     def render(app: AppContext, out: dict[str, Any]) -> int:
         bad = [b for b in out["backups"] if not b["ok"]]

@@ -1,8 +1,9 @@
 """Backups (rules.md BK1, BK3): `backup create|list|show|verify|prune`, and the recoverability `status` shows.
 
 A backup copies a location's catalogued segments as of one catalog version into the backup store and writes the
-manifest last (adapters.backupstore). Segments are immutable, so a segment some earlier manifest already lists
-is not copied again (`segments_reused`). Each location's backup is one journalled operation.
+manifest last (the backup-store port, `services.ports.BackupStore`). Segments are immutable, so a segment some
+earlier manifest already lists is not copied again (`segments_reused`). Each location's backup is one
+journalled operation.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl import __version__
-from replctl.adapters.backupstore import BackupStore
-from replctl.adapters.dataplane import Engine
-from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
@@ -28,7 +26,7 @@ from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
-from replctl.services.ports import Catalog
+from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
 from replctl.services.topology_state import load_state
 
 # Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
@@ -165,7 +163,7 @@ def _backup(
         if ctx.dry_run:
             return _summary(loc, planned, None)
         try:
-            done = _copy(store, backups, planned)
+            done = _copy(backups, planned)
         except EnvironmentFailure:
             if not _vanished(ctx, name, planned):
                 raise
@@ -202,12 +200,12 @@ def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, 
     return loc, segments, version
 
 
-def _copy(store: LogStore, backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
+def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
     """Copy what the plan says into the backup store; each planned segment with its copy's bytes and digest."""
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
-            return backups.put_segment(store, p.segment.path, p.segment.file_names, recorded=p.segment.files)
+            return backups.copy_in(p.segment.path, p.segment.file_names, recorded=p.segment.files)
         if p.source == HELD:
             return _held(backups, p.segment.path)
         return p.bytes, p.digest or ""
@@ -334,12 +332,12 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, Any]:
+def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
     """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
     the invariants of rules.md §9 on the backup's own events against its manifest.
 
-    `engine.store` is the backup store's view of its segment copies (`BackupStore.segment_store`): the events
-    are read from the backup only, never from the live log. The checks are `log verify`'s
+    The events are read through the backup store's data plane over its segment copies
+    (`BackupStore.copies`): from the backup only, never from the live log. The checks are `log verify`'s
     (`services.logs.log_invariants`): I1, I2, I3, I4, I7 and each segment against its manifest entry. I5 and
     I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
     their digests is not read further: its events are not the ones the manifest describes.
@@ -348,7 +346,7 @@ def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, A
     results = []
     for m in chosen:
         problems = damage(backups, m)
-        violations = [] if problems else _invariants(engine, m)
+        violations = [] if problems else _invariants(backups.copies(), m)
         for v in violations:
             at = f" at seq {v['seq']}" if v["seq"] is not None else ""
             problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
@@ -364,7 +362,7 @@ def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, A
     return {"backups": results}
 
 
-def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
+def _invariants(engine: DataPlane, manifest: bk.Manifest) -> list[dict[str, Any]]:
     segments = [
         Segment(0, manifest.location, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub)
         for s in manifest.segments
