@@ -22,6 +22,14 @@ from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
+from replctl.services.backup_outcomes import (
+    BackupCheck,
+    BackupChecks,
+    BackupList,
+    BackupShown,
+    BackupsMade,
+    PruneOutcome,
+)
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
@@ -41,7 +49,7 @@ def create(
     *,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> BackupsMade:
     """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
     (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing.
 
@@ -66,11 +74,9 @@ def create(
             refused.append((name, exc))
     if refused and not made:
         raise refused[0][1]
-    return {
-        "dry_run": dry_run,
-        "backups": made,
-        "refused": [{"location": name, "error": exc.to_json()} for name, exc in refused],
-    }
+    return BackupsMade(
+        dry_run, tuple(made), tuple({"location": name, "error": exc.to_json()} for name, exc in refused)
+    )
 
 
 def _one(
@@ -277,11 +283,9 @@ def _who() -> str:
         return "unknown"
 
 
-def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
+def listing(backups: BackupStore, location: str | None) -> BackupList:
     """`backup list [LOC]`: complete backups, oldest first."""
-    return {
-        "backups": [m.summary() for m in backups.manifests() if location is None or m.location == location]
-    }
+    return BackupList(tuple(m.summary() for m in backups.manifests() if location in (None, m.location)))
 
 
 def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
@@ -315,9 +319,9 @@ def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Mani
     return manifest
 
 
-def show(backups: BackupStore, ref: str) -> dict[str, Any]:
+def show(backups: BackupStore, ref: str) -> BackupShown:
     """`backup show ID`: the whole manifest."""
-    return {"backup": find(backups, ref).to_json()}
+    return BackupShown(find(backups, ref))
 
 
 def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
@@ -332,7 +336,7 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
+def verify(backups: BackupStore, refs: list[str]) -> BackupChecks:
     """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
     the invariants of rules.md §9 on the backup's own events against its manifest.
 
@@ -350,16 +354,8 @@ def verify(backups: BackupStore, refs: list[str]) -> dict[str, Any]:
         for v in violations:
             at = f" at seq {v['seq']}" if v["seq"] is not None else ""
             problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
-        results.append(
-            {
-                "id": m.id,
-                "location": m.location,
-                "ok": not problems,
-                "problems": problems,
-                "violations": violations,
-            }
-        )
-    return {"backups": results}
+        results.append(BackupCheck(m.id, m.location, tuple(problems), tuple(violations)))
+    return BackupChecks(tuple(results))
 
 
 def _invariants(engine: DataPlane, manifest: bk.Manifest) -> list[dict[str, Any]]:
@@ -391,7 +387,7 @@ def prune(
     require_recoverable: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> PruneOutcome:
     """`backup prune [LOC] (--keep-last N | --older-than DURATION) [--require-recoverable]`: manifests first,
     then the files only they named, so a crash in between leaves unreferenced files, never a backup missing one.
 
@@ -409,7 +405,7 @@ def prune(
     age = parse_age(older_than) if older_than is not None else None
     touched = sorted({m.location for m in backups.manifests() if location in (None, m.location)})
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> PruneOutcome:
         # Read again under the leases: what was listed before them may have changed.
         every = backups.manifests()
         decision = bk.prune(
@@ -422,15 +418,15 @@ def prune(
         with ctx.transaction() as tx:
             state, locations, connections = load_state(tx), tx.locations(), tx.connections()
         hurt = bk.pruned_unrecoverable(state, locations, connections, every, removing=decision.removed)
-        doc = {
-            "dry_run": ctx.dry_run,
-            "removed": [m.id for m in decision.removed],
-            "kept": [m.id for m in decision.kept],
-            "files_removed": list(decision.files),
-            "makes_unrecoverable": [
+        outcome = PruneOutcome(
+            dry_run=ctx.dry_run,
+            removed=tuple(m.id for m in decision.removed),
+            kept=tuple(m.id for m in decision.kept),
+            files_removed=tuple(decision.files),
+            makes_unrecoverable=tuple(
                 {**r.to_json(), "location": r.location, "fix": _keep_newest(r.location)} for r in hurt
-            ],
-        }
+            ),
+        )
         if hurt and require_recoverable:
             what = "removing the newest backup of " + ", ".join(_names(hurt))
             raise Refused(
@@ -453,7 +449,7 @@ def prune(
                         "made_unrecoverable": _names(hurt),
                     },
                 )
-        return doc
+        return outcome
 
     return operation(
         catalog,

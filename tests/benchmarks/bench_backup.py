@@ -83,7 +83,7 @@ def timed_service_backup(rc: Replctl, store: Path) -> tuple[float, dict[str, obj
     live = LogStore(rc.store)
     target = LogBackups(BackupStore(store), live, _no_reader)
     start = time.perf_counter()
-    doc = backups.create(_catalog(rc.db_url), live, target, ["A"])["backups"][0]
+    doc = backups.create(_catalog(rc.db_url), live, target, ["A"]).to_json()["backups"][0]
     return time.perf_counter() - start, doc
 
 

@@ -35,18 +35,20 @@ def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     _locations(catalog, "A")
     _append(catalog, plane, "A", "a1", "a2")
     [first] = _segments(catalog, "A")
-    plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True)
+    plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True).to_json()
     assert _made(plan) == [("A", 2, 2, 1, 0, [first])]
     assert backups.manifests() == []  # the dry run copied nothing and listed nothing
-    assert _made(backup_service.create(catalog, plane.store, backups, ["A"])) == [("A", 2, 2, 1, 0, [first])]
+    assert _made(backup_service.create(catalog, plane.store, backups, ["A"]).to_json()) == [
+        ("A", 2, 2, 1, 0, [first])
+    ]
     _append(catalog, plane, "A", "a3")
     [_, second] = _segments(catalog, "A")
-    doc = backup_service.create(catalog, plane.store, backups, ["A"])
+    doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
     # Incremental: the first segment is named by the earlier manifest, so only the new one is copied.
     assert _made(doc) == [("A", 3, 3, 2, 1, [second])]
-    listed = backup_service.listing(backups, "A")["backups"]
+    listed = backup_service.listing(backups, "A").to_json()["backups"]
     assert [(b["seq"], b["segments"], b["segments_reused"]) for b in listed] == [(2, 1, 0), (3, 2, 1)]
-    checked = backup_service.verify(backups, [])["backups"]
+    checked = backup_service.verify(backups, []).to_json()["backups"]
     assert [(b["id"], b["ok"], b["problems"]) for b in checked] == [(b["id"], True, []) for b in listed]
 
 
@@ -56,9 +58,9 @@ def test_verify_reports_a_missing_copy_and_a_restore_from_it_changes_nothing(
     _locations(catalog, "A")
     _append(catalog, plane, "A", "a1")
     [path] = _segments(catalog, "A")
-    [made] = backup_service.create(catalog, plane.store, backups, ["A"])["backups"]
+    [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
     backups.remove_segment(path)
-    [checked] = backup_service.verify(backups, [made["id"]])["backups"]
+    [checked] = backup_service.verify(backups, [made["id"]]).to_json()["backups"]
     assert (checked["ok"], checked["problems"], checked["violations"]) == (False, [f"{path}: missing"], [])
     with pytest.raises(EnvironmentFailure) as raised:
         restore.restore(catalog, plane, backups, "A", "latest")
@@ -109,10 +111,10 @@ def test_prune_keeps_the_newest_and_every_file_it_names(
 ) -> None:
     _locations(catalog, "A")
     _append(catalog, plane, "A", "a1")
-    older = backup_service.create(catalog, plane.store, backups, ["A"])["backups"][0]["id"]
+    older = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
     _append(catalog, plane, "A", "a2")
-    newer = backup_service.create(catalog, plane.store, backups, ["A"])["backups"][0]["id"]
-    doc = backup_service.prune(catalog, backups, "A", keep_last=1, older_than=None)
+    newer = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
+    doc = backup_service.prune(catalog, backups, "A", keep_last=1, older_than=None).to_json()
     # The newer backup reuses the first segment's copy: no file goes, only the older manifest.
     assert (doc["removed"], doc["kept"], doc["files_removed"], doc["makes_unrecoverable"]) == (
         [older],
@@ -121,4 +123,4 @@ def test_prune_keeps_the_newest_and_every_file_it_names(
         [],
     )
     assert [m.id for m in backups.manifests("A")] == [newer]
-    assert [c["ok"] for c in backup_service.verify(backups, [])["backups"]] == [True]
+    assert [c["ok"] for c in backup_service.verify(backups, []).to_json()["backups"]] == [True]
