@@ -9,9 +9,9 @@ from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout, timestamp_text
+from replctl.cli.output import stdout, timestamp_text
 from replctl.cli.render import cell, fitted_table, render_unrecoverable, value_text, vector_text
-from replctl.errors import EnvironmentFailure
+from replctl.services.backup_outcomes import BackupChecks, BackupList, BackupShown, BackupsMade, PruneOutcome
 
 app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
 
@@ -50,26 +50,21 @@ def create(
     """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
 
     def action(app: AppContext) -> Any:
-        from replctl.adapters.backupstore import BackupStore
         from replctl.services import backups
 
-        target = BackupStore(to) if to else app.backups()
         return backups.create(
             app.catalog(),
             app.store(),
-            target,
+            app.backups(to),
             list(locations or []),
             reason=app.reason,
             dry_run=dry_run or app.planning,
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        # Finding 6: backups made while another location was refused are partial work (exit 5); a dry run
-        # exits 0 and says the same, as every dry run of partial work does.
-        code = 5 if out["refused"] and not out["dry_run"] else 0
-        if app.json:
-            emit_json({"ok": True, **out})
-            return code
+    def render(app: AppContext, outcome: BackupsMade) -> None:
+        # Finding 6: backups made while another location was refused are partial work (exit 5, the outcome's
+        # completion); a dry run exits 0 and says the same, as every dry run of partial work does.
+        out = outcome.to_json()
         for b in out["backups"]:
             head = (
                 f"would back up {b['location']}" if out["dry_run"] else f"backup {b['id']}: {b['location']}"
@@ -85,7 +80,6 @@ def create(
             stdout().print(f"{verb} {r['location']}: {error['message']}", markup=False, soft_wrap=True)
             if error.get("hint"):
                 stdout().print(f"hint: {error['hint']}", markup=False, soft_wrap=True)
-        return code
 
     run(ctx, action, render, effect=Effect.OPERATION)
 
@@ -101,11 +95,8 @@ def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] 
             backups.check_location(app.catalog(), location)
         return backups.listing(app.backups(), location)
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-        else:
-            stdout().print(_table(out["backups"]))
+    def render(app: AppContext, outcome: BackupList) -> None:
+        stdout().print(_table(list(outcome.backups)))
 
     run(ctx, action, render)
 
@@ -119,11 +110,8 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
 
         return backups.show(app.backups(), backup_id)
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        m = out["backup"]
+    def render(app: AppContext, outcome: BackupShown) -> None:
+        m = outcome.manifest.to_json()
         console = stdout()
         for key in (
             "id",
@@ -170,35 +158,16 @@ def verify(
     I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
     def action(app: AppContext) -> Any:
-        from replctl.adapters.dataplane import Engine
         from replctl.services import backups
 
-        store = app.backups()
-        return backups.verify(store, list(ids or []), Engine(store.segment_store(), app.settings))
+        return backups.verify(app.backups(), list(ids or []))
 
-    def render(app: AppContext, out: dict[str, Any]) -> int:
-        bad = [b for b in out["backups"] if not b["ok"]]
-        if bad:
-            first = bad[0]
-            # Files that differ from their digests: take a new backup. Events that break §9 although the
-            # files are the ones copied: the live log they came from is the one to inspect first.
-            fix = "log verify" if first["violations"] else "backup create"
-            error = EnvironmentFailure(
-                f"backup {first['id']} is damaged: {'; '.join(first['problems'])}",
-                code="backup-damaged",
-                hint=f"replctl {fix} {first['location']}",
-            )
-            if app.json:
-                emit_json({"ok": False, "error": error.to_json(), **out})
-                return 6
-        if app.json:
-            emit_json({"ok": True, **out})
-            return 0
+    def render(app: AppContext, outcome: BackupChecks) -> None:
+        # A damaged backup exits 6 (the outcome's completion); the text says which and why.
         console = stdout()
-        for b in out["backups"]:
-            state = "ok" if b["ok"] else "DAMAGED: " + "; ".join(b["problems"])
-            console.print(f"{b['id']}: {state}", markup=False, soft_wrap=True)
-        return 6 if bad else 0
+        for b in outcome.checks:
+            state = "ok" if b.ok else "DAMAGED: " + "; ".join(b.problems)
+            console.print(f"{b.id}: {state}", markup=False, soft_wrap=True)
 
     run(ctx, action, render)
 
@@ -246,24 +215,21 @@ def prune(
             dry_run=dry_run or app.planning,
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        verb = "would remove" if out["dry_run"] else "removed"
-        render_unrecoverable(stdout(), out.get("makes_unrecoverable", []), dry_run=out["dry_run"])
-        for backup_id in out["removed"]:
+    def render(app: AppContext, out: PruneOutcome) -> None:
+        verb = "would remove" if out.dry_run else "removed"
+        render_unrecoverable(stdout(), list(out.makes_unrecoverable), dry_run=out.dry_run)
+        for backup_id in out.removed:
             stdout().print(f"{verb} backup {backup_id}", markup=False)
         stdout().print(
-            f"{verb} {len(out['removed'])} backup(s) and {len(out['files_removed'])} segment file(s); "
-            f"{len(out['kept'])} kept",
+            f"{verb} {len(out.removed)} backup(s) and {len(out.files_removed)} segment file(s); "
+            f"{len(out.kept)} kept",
             markup=False,
         )
 
-    def question(preview: dict[str, Any]) -> str | None:
+    def question(preview: PruneOutcome) -> str | None:
         # Issue 14: a removed backup is gone for good; nothing to remove, or a dry run, asks nothing.
-        if dry_run or not preview["removed"]:
+        if dry_run or not preview.removed:
             return None
-        return f"remove {len(preview['removed'])} backup(s) for good?"
+        return f"remove {len(preview.removed)} backup(s) for good?"
 
     run(ctx, action, render, effect=Effect.OPERATION, question=question)

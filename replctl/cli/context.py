@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 from replctl.config import Settings
 
 if TYPE_CHECKING:
-    from replctl.adapters.backupstore import BackupStore
     from replctl.adapters.catalog.repository import Catalog
-    from replctl.adapters.dataplane import Engine
+    from replctl.adapters.dataplane import Engine, SparkChoice
+    from replctl.adapters.installer import Installer as FileInstaller
+    from replctl.adapters.logbackups import LogBackups
     from replctl.adapters.logstore import LogStore
     from replctl.core.backups import Manifest
     from replctl.services.plans import AppliedPlan, Plan
+    from replctl.services.ports import EventFiles
 
 
 @dataclass
@@ -79,11 +81,39 @@ class AppContext:
         store.check_root()
         return store
 
-    def backups(self) -> BackupStore:
-        """The backup store at the configured root (rules.md BK1)."""
+    def backups(self, root: str | None = None) -> LogBackups:
+        """The backup store at `root` (default: the configured one, rules.md BK1), bound to the log store it
+        backs up; its copies are read by a data plane of their own (`backup verify`, a restore's dry run)."""
         from replctl.adapters.backupstore import BackupStore
+        from replctl.adapters.dataplane import Engine
+        from replctl.adapters.logbackups import LogBackups
+        from replctl.adapters.logstore import LogStore
 
-        return BackupStore(self.settings.backup_store)
+        def reader(copies: LogStore) -> Engine:
+            return Engine(copies, self.settings)
+
+        # The log store unchecked: `backup list|show|verify|prune` read no live log, and the commands that do
+        # (`backup create`, a restore) check it themselves first (`store()`, `engine()`).
+        live = LogStore(self.settings.store)
+        return LogBackups(BackupStore(root or self.settings.backup_store), live, reader)
+
+    def installer(self) -> FileInstaller:
+        """What `init` and `db upgrade|current` do to the configured catalog and store before opening them."""
+        from replctl.adapters import installer
+
+        return installer.Installer(self.settings)
+
+    def spark_choice(self) -> SparkChoice:
+        """Which Spark a command would use and why (`config show`; exit 6 for a mismatched managed engine)."""
+        from replctl.adapters.dataplane import choose_spark
+
+        return choose_spark(self.settings)
+
+    def event_files(self) -> EventFiles:
+        """The checks of an operator's event files (`adapters.eventfile`, a module that is the port)."""
+        from replctl.adapters import eventfile
+
+        return eventfile
 
     def manifests(self) -> list[Manifest] | None:
         """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""

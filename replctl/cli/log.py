@@ -51,7 +51,15 @@ def append(
     def action(app: AppContext) -> Any:
         from replctl.services import logs
 
-        source = logs.read_source(event or [], file, generate, seed, max_payload_bytes, location=location)
+        source = logs.read_source(
+            event or [],
+            file,
+            generate,
+            seed,
+            max_payload_bytes,
+            event_files=app.event_files(),
+            location=location,
+        )
         return logs.append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from replctl.cli.output import emit_json
 from replctl.core.outcomes import Completion, Outcome
-from replctl.errors import Incomplete, Refused
+from replctl.errors import EnvironmentFailure, Incomplete, Refused
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
@@ -20,11 +20,12 @@ if TYPE_CHECKING:
 Render = Callable[["AppContext", Any], "int | None"]
 
 # The error class whose exit code each completion shares: work left is what `Incomplete` means (exit 5), a
-# broken invariant is refused like a rule (exit 3).
+# broken invariant is refused like a rule (exit 3), damaged files are an environment failure (exit 6).
 EXIT_CODES = {
     Completion.COMPLETE: 0,
     Completion.INCOMPLETE: Incomplete.exit_code,
     Completion.VIOLATED: Refused.exit_code,
+    Completion.DAMAGED: EnvironmentFailure.exit_code,
 }
 
 

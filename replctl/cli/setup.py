@@ -27,7 +27,7 @@ def init(ctx: typer.Context) -> None:
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import setup
 
-        return setup.init(app.settings)
+        return setup.init(app.installer())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -49,7 +49,7 @@ def db_upgrade(ctx: typer.Context) -> None:
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import setup
 
-        return setup.upgrade(app.settings)
+        return setup.upgrade(app.installer())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -81,7 +81,7 @@ def db_current(ctx: typer.Context) -> None:
     def action(app: AppContext) -> dict[str, Any]:
         from replctl.services import setup
 
-        return setup.current(app.settings)
+        return setup.current(app.installer())
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -100,9 +100,7 @@ def db_backup(
     """Copy a SQLite catalog with SQLite's online backup API (PostgreSQL: use pg_dump)."""
 
     def action(app: AppContext) -> dict[str, Any]:
-        from replctl.adapters.catalog.snapshot import backup_sqlite
-
-        return backup_sqlite(app.settings.db, file)
+        return app.installer().copy_catalog(file)
 
     def render(app: AppContext, out: dict[str, Any]) -> None:
         if app.json:
@@ -138,12 +136,11 @@ def config_show(ctx: typer.Context) -> None:
             name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
             for name, value in values.items()
         }
-        from replctl.adapters.dataplane import choose_spark
         from replctl.errors import EnvironmentFailure
 
         # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
         try:
-            choice = choose_spark(s)
+            choice = app.spark_choice()
             shown["spark"] = {
                 "value": mask_url(choice.remote) if choice.remote else choice.master,
                 "source": choice.why,
@@ -265,12 +262,10 @@ def version(ctx: typer.Context) -> None:
 
         doc: dict[str, Any] = {"replctl": __version__, "spark": installed("pyspark"), "java": _java_version()}
         try:
-            schema = setup.current(app.settings)
+            schema = setup.current(app.installer())
             doc["catalog"] = {"revision": schema["revision"], "head": schema["head"], "error": None}
         except ReplctlError as exc:  # no catalog yet, or unreachable: the versions are still worth printing
-            from replctl.adapters.catalog import migrate
-
-            doc["catalog"] = {"revision": None, "head": migrate.head_revision(), "error": exc.message}
+            doc["catalog"] = {"revision": None, "head": app.installer().head_revision(), "error": exc.message}
         return doc
 
     def render(app: AppContext, out: dict[str, Any]) -> None:

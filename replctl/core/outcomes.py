@@ -16,6 +16,7 @@ class Completion(Enum):
     COMPLETE = "complete"  # exit 0: nothing left to do (a dry run is always complete: it leaves nothing)
     INCOMPLETE = "incomplete"  # exit 5: work left that a later run finishes (a blocked pass, a pending cut)
     VIOLATED = "violated"  # exit 3: a check found an invariant broken (`log verify`, rules.md §9)
+    DAMAGED = "damaged"  # exit 6: a check found stored files not what they should be (`backup verify`)
 
 
 @runtime_checkable

@@ -1,8 +1,9 @@
 """Backups (rules.md BK1, BK3): `backup create|list|show|verify|prune`, and the recoverability `status` shows.
 
 A backup copies a location's catalogued segments as of one catalog version into the backup store and writes the
-manifest last (adapters.backupstore). Segments are immutable, so a segment some earlier manifest already lists
-is not copied again (`segments_reused`). Each location's backup is one journalled operation.
+manifest last (the backup-store port, `services.ports.BackupStore`). Segments are immutable, so a segment some
+earlier manifest already lists is not copied again (`segments_reused`). Each location's backup is one
+journalled operation.
 """
 
 from __future__ import annotations
@@ -16,19 +17,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl import __version__
-from replctl.adapters.backupstore import BackupStore
-from replctl.adapters.dataplane import Engine
-from replctl.adapters.logstore import LogStore
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
+from replctl.services.backup_outcomes import (
+    BackupCheck,
+    BackupChecks,
+    BackupList,
+    BackupShown,
+    BackupsMade,
+    PruneOutcome,
+)
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
-from replctl.services.ports import Catalog
+from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
 from replctl.services.topology_state import load_state
 
 # Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
@@ -43,7 +49,7 @@ def create(
     *,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> BackupsMade:
     """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
     (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing.
 
@@ -68,11 +74,9 @@ def create(
             refused.append((name, exc))
     if refused and not made:
         raise refused[0][1]
-    return {
-        "dry_run": dry_run,
-        "backups": made,
-        "refused": [{"location": name, "error": exc.to_json()} for name, exc in refused],
-    }
+    return BackupsMade(
+        dry_run, tuple(made), tuple({"location": name, "error": exc.to_json()} for name, exc in refused)
+    )
 
 
 def _one(
@@ -165,7 +169,7 @@ def _backup(
         if ctx.dry_run:
             return _summary(loc, planned, None)
         try:
-            done = _copy(store, backups, planned)
+            done = _copy(backups, planned)
         except EnvironmentFailure:
             if not _vanished(ctx, name, planned):
                 raise
@@ -202,12 +206,12 @@ def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, 
     return loc, segments, version
 
 
-def _copy(store: LogStore, backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
+def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
     """Copy what the plan says into the backup store; each planned segment with its copy's bytes and digest."""
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source == COPY:
-            return backups.put_segment(store, p.segment.path, p.segment.file_names, recorded=p.segment.files)
+            return backups.copy_in(p.segment.path, p.segment.file_names, recorded=p.segment.files)
         if p.source == HELD:
             return _held(backups, p.segment.path)
         return p.bytes, p.digest or ""
@@ -279,11 +283,9 @@ def _who() -> str:
         return "unknown"
 
 
-def listing(backups: BackupStore, location: str | None) -> dict[str, Any]:
+def listing(backups: BackupStore, location: str | None) -> BackupList:
     """`backup list [LOC]`: complete backups, oldest first."""
-    return {
-        "backups": [m.summary() for m in backups.manifests() if location is None or m.location == location]
-    }
+    return BackupList(tuple(m.summary() for m in backups.manifests() if location in (None, m.location)))
 
 
 def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
@@ -317,9 +319,9 @@ def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Mani
     return manifest
 
 
-def show(backups: BackupStore, ref: str) -> dict[str, Any]:
+def show(backups: BackupStore, ref: str) -> BackupShown:
     """`backup show ID`: the whole manifest."""
-    return {"backup": find(backups, ref).to_json()}
+    return BackupShown(find(backups, ref))
 
 
 def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
@@ -334,12 +336,12 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, Any]:
+def verify(backups: BackupStore, refs: list[str]) -> BackupChecks:
     """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
     the invariants of rules.md §9 on the backup's own events against its manifest.
 
-    `engine.store` is the backup store's view of its segment copies (`BackupStore.segment_store`): the events
-    are read from the backup only, never from the live log. The checks are `log verify`'s
+    The events are read through the backup store's data plane over its segment copies
+    (`BackupStore.copies`): from the backup only, never from the live log. The checks are `log verify`'s
     (`services.logs.log_invariants`): I1, I2, I3, I4, I7 and each segment against its manifest entry. I5 and
     I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
     their digests is not read further: its events are not the ones the manifest describes.
@@ -348,23 +350,15 @@ def verify(backups: BackupStore, refs: list[str], engine: Engine) -> dict[str, A
     results = []
     for m in chosen:
         problems = damage(backups, m)
-        violations = [] if problems else _invariants(engine, m)
+        violations = [] if problems else _invariants(backups.copies(), m)
         for v in violations:
             at = f" at seq {v['seq']}" if v["seq"] is not None else ""
             problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
-        results.append(
-            {
-                "id": m.id,
-                "location": m.location,
-                "ok": not problems,
-                "problems": problems,
-                "violations": violations,
-            }
-        )
-    return {"backups": results}
+        results.append(BackupCheck(m.id, m.location, tuple(problems), tuple(violations)))
+    return BackupChecks(tuple(results))
 
 
-def _invariants(engine: Engine, manifest: bk.Manifest) -> list[dict[str, Any]]:
+def _invariants(engine: DataPlane, manifest: bk.Manifest) -> list[dict[str, Any]]:
     segments = [
         Segment(0, manifest.location, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub)
         for s in manifest.segments
@@ -393,7 +387,7 @@ def prune(
     require_recoverable: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
-) -> dict[str, Any]:
+) -> PruneOutcome:
     """`backup prune [LOC] (--keep-last N | --older-than DURATION) [--require-recoverable]`: manifests first,
     then the files only they named, so a crash in between leaves unreferenced files, never a backup missing one.
 
@@ -411,7 +405,7 @@ def prune(
     age = parse_age(older_than) if older_than is not None else None
     touched = sorted({m.location for m in backups.manifests() if location in (None, m.location)})
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> PruneOutcome:
         # Read again under the leases: what was listed before them may have changed.
         every = backups.manifests()
         decision = bk.prune(
@@ -424,15 +418,15 @@ def prune(
         with ctx.transaction() as tx:
             state, locations, connections = load_state(tx), tx.locations(), tx.connections()
         hurt = bk.pruned_unrecoverable(state, locations, connections, every, removing=decision.removed)
-        doc = {
-            "dry_run": ctx.dry_run,
-            "removed": [m.id for m in decision.removed],
-            "kept": [m.id for m in decision.kept],
-            "files_removed": list(decision.files),
-            "makes_unrecoverable": [
+        outcome = PruneOutcome(
+            dry_run=ctx.dry_run,
+            removed=tuple(m.id for m in decision.removed),
+            kept=tuple(m.id for m in decision.kept),
+            files_removed=tuple(decision.files),
+            makes_unrecoverable=tuple(
                 {**r.to_json(), "location": r.location, "fix": _keep_newest(r.location)} for r in hurt
-            ],
-        }
+            ),
+        )
         if hurt and require_recoverable:
             what = "removing the newest backup of " + ", ".join(_names(hurt))
             raise Refused(
@@ -455,7 +449,7 @@ def prune(
                         "made_unrecoverable": _names(hurt),
                     },
                 )
-        return doc
+        return outcome
 
     return operation(
         catalog,

@@ -31,7 +31,7 @@ from replctl.failpoints import hit
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
-from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
+from replctl.services.ports import Catalog, CatalogTransaction, DataPlane, EventFiles
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ def read_source(
     seed: int,
     max_payload_bytes: int = MAX_PAYLOAD_BYTES,
     *,
+    event_files: EventFiles,
     location: str = "LOC",
 ) -> AppendSource:
     """Parse and validate the input before anything is written (a bad one exits 2, nothing changes).
@@ -76,7 +77,7 @@ def read_source(
     `location` is the location the events are for, named in the hint of a refusal (issue 18).
 
     Every path gets the same checks (issue 19): `--event`, a `.jsonl` file and a Parquet file or folder
-    (`adapters.eventfile`, before Spark reads it), each payload within `max_payload_bytes`.
+    (`event_files`, before any job reads it), each payload within `max_payload_bytes`.
     """
     given = sum([bool(event_texts), file is not None, generate is not None])
     if given != 1:
@@ -93,9 +94,7 @@ def read_source(
         if file.is_dir() or file.suffix == ".parquet":
             if not file.exists():
                 raise InvalidInput(f"no such file: {file}", code="bad-file")
-            from replctl.adapters.eventfile import check_parquet_events
-
-            check_parquet_events(file, max_payload_bytes)
+            event_files.check_parquet_events(file, max_payload_bytes)
             return AppendSource(parquet=str(file.resolve()))  # a Parquet file or a folder of them
         if not file.is_file():
             raise InvalidInput(f"no such file: {file}", code="bad-file")

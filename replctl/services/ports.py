@@ -3,9 +3,12 @@
 architecture.md's "ports ◄── adapters": services are written against these types only and import no adapter
 module, no pyspark and no `shutil` on store paths (the import-linter contracts in pyproject.toml hold them to
 it). The composition root (`replctl.bootstrap`) builds the real adapters, which satisfy these protocols
-structurally: `adapters.catalog.repository.Catalog` / `CatalogTransaction` for the catalog and
-`adapters.dataplane.SparkDataPlane` (the log store plus the Spark jobs) for the data plane. The job specs and
-results the data plane takes and returns are core values (`core.jobs`).
+structurally: `adapters.catalog.repository.Catalog` / `CatalogTransaction` for the catalog,
+`adapters.dataplane.Engine` (the log store plus the Spark jobs) for the data plane,
+`adapters.logbackups.LogBackups` for the backup store of a log store, `adapters.eventfile` for the event
+files an append reads, and `adapters.installer.Installer` for what `init` and `db upgrade|current` do before
+a catalog can be opened. The job specs and results the data plane takes and returns are core values
+(`core.jobs`).
 
 Each protocol lists the methods the services call today, no more: a method a service starts to use is added
 here with the adapter's signature.
@@ -19,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from replctl.core.backups import Manifest
 from replctl.core.jobs import (
     InvariantViolation,
     PassResult,
@@ -457,4 +461,111 @@ class DataPlane(Protocol):
         identity_origins: Sequence[str] = (),
     ) -> SegmentStats:
         """Merge segments into one at `out_rel` with the same rows, sorted by seq."""
+        ...
+
+
+class BackupStore(Protocol):
+    """The backup store (rules.md BK1) of one log store: manifests, and the segment copies it makes from that
+    log store and copies back into it (BK2). Paths are the log store's relative segment paths."""
+
+    def manifests(self, location: str | None = None) -> list[Manifest]:
+        """Every complete backup (one with a manifest), oldest first; only `location`'s when given."""
+        ...
+
+    def manifest(self, backup_id: str) -> Manifest | None:
+        """One backup's manifest, None when there is none; a damaged manifest is an environment failure."""
+        ...
+
+    def put_manifest(self, manifest: Manifest) -> None:
+        """Write a manifest last and atomically: from then on the backup exists."""
+        ...
+
+    def remove_manifest(self, backup_id: str) -> None:
+        """Remove a manifest: the backup stops existing (its files are removed after, by the caller)."""
+        ...
+
+    def has_segment(self, path: str) -> bool:
+        """Whether a complete copy of the segment at `path` is held (a store that cannot tell says False)."""
+        ...
+
+    def segment_bytes(self, path: str) -> int:
+        """The bytes of a held segment copy's files."""
+        ...
+
+    def segment_digest(self, path: str) -> str | None:
+        """The digest of a held segment copy (as `copy_in` returns it), None when it is missing."""
+        ...
+
+    def remove_segment(self, path: str) -> None:
+        """Remove a segment copy; removing what is absent is not an error."""
+        ...
+
+    def copy_in(
+        self, path: str, names: Sequence[str] | None, *, recorded: Sequence[SegmentFile] | None
+    ) -> tuple[int, str]:
+        """Copy the data files `names` (None: every data file) of the log store's segment `path` in as
+        `path`; (bytes, digest) of the copy, which appears only when whole. `recorded` is the segment row's
+        file inventory (DR0), which a copy may stand on instead of reading the file again."""
+        ...
+
+    def copy_out(self, path: str, relative: str) -> None:
+        """Copy a held segment into the log store as `relative` (BK2's restore); the caller checks the copy's
+        digest against the manifest and removes it on any failure."""
+        ...
+
+    def copies(self) -> DataPlane:
+        """The segment copies seen through a data plane (same relative paths), to read a backup's events
+        with the code that reads live logs, never touching the live log (`backup verify`, a restore's dry
+        run). Only its reading jobs are used."""
+        ...
+
+
+class EventFiles(Protocol):
+    """The event files an append reads (a Parquet file or folder), checked before any job reads them."""
+
+    def check_parquet_events(self, path: Path, max_payload_bytes: int) -> None:
+        """Refuse (exit 2) a Parquet source whose columns or payloads an append would not take (issue 19)."""
+        ...
+
+
+class Installer(Protocol):
+    """What `init` and `db upgrade|current` do to a catalog and a store before either can be opened as a port:
+    creating the catalog file and the store root, migrating the schema, and opening both once done."""
+
+    @property
+    def printable_db(self) -> str:
+        """The catalog's URL with the password masked, for the documents."""
+        ...
+
+    @property
+    def printable_store(self) -> str:
+        """The store's root with any password masked, for the documents."""
+        ...
+
+    def create_catalog_file(self) -> None:
+        """Create a file catalog's folder and empty file with the configured modes (nothing for a server)."""
+        ...
+
+    def check_catalog_exists(self) -> None:
+        """Refuse (exit 6) a catalog that is not there, before anything would create an empty one."""
+        ...
+
+    def migrate(self) -> tuple[str | None, str | None]:
+        """Upgrade the catalog to head; (revision before, revision after)."""
+        ...
+
+    def current_revision(self) -> str | None:
+        """The catalog's schema revision (None: not migrated at all)."""
+        ...
+
+    def head_revision(self) -> str:
+        """The schema revision this replctl writes."""
+        ...
+
+    def create_store_root(self) -> None:
+        """Create the store's root folder (a local store) with the configured mode."""
+        ...
+
+    def opened(self) -> AbstractContextManager[tuple[Catalog, LogStore]]:
+        """The catalog and the log store, opened for the repairs and the store marker; closed after."""
         ...

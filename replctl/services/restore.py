@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from replctl.adapters.backupstore import BackupStore
-from replctl.adapters.dataplane import Engine
 from replctl.core import recovery as dr
 from replctl.core.backups import BackupSegment, Manifest
 from replctl.core.jobs import SegmentRewrite
@@ -26,14 +24,14 @@ from replctl.services import backups as backup_service
 from replctl.services import loss
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
-from replctl.services.ports import Catalog
+from replctl.services.ports import BackupStore, Catalog, DataPlane
 from replctl.services.recovery import before_loss, before_loss_detail, finish_recovery
 from replctl.services.topology_state import load_state
 
 
 def restore(
     catalog: Catalog,
-    engine: Engine,
+    engine: DataPlane,
     backups: BackupStore,
     name: str,
     ref: str,
@@ -76,7 +74,7 @@ def restore(
 
 
 def _restore(
-    ctx: OperationContext, engine: Engine, backups: BackupStore, manifest: Manifest, accept_loss: bool
+    ctx: OperationContext, engine: DataPlane, backups: BackupStore, manifest: Manifest, accept_loss: bool
 ) -> dict[str, Any]:
     name = manifest.location
     with ctx.transaction() as tx:
@@ -150,7 +148,7 @@ def _restore(
                 },
             )
     if ctx.dry_run:
-        kept = _kept_own(engine, backups, manifest, above=loc.dvv[name], upto=cvv_before[name])
+        kept = _kept_own(backups, manifest, above=loc.dvv[name], upto=cvv_before[name])
         return finish_recovery(
             ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name], kept_own=kept
         )
@@ -162,7 +160,7 @@ def _restore(
 
 def _consent(
     ctx: OperationContext,
-    engine: Engine,
+    engine: DataPlane,
     backups: BackupStore,
     loc: Location,
     present: list[Segment],
@@ -204,7 +202,7 @@ def _consent(
         )
 
 
-def _kept_own(engine: Engine, backups: BackupStore, manifest: Manifest, *, above: int, upto: int) -> set[int]:
+def _kept_own(backups: BackupStore, manifest: Manifest, *, above: int, upto: int) -> set[int]:
     """The dry run's survivors of a restore: the own origin times in (`above`, `upto`] the backup's segments
     store, read where the backup store keeps them (a backup may lack own events its CVV covers, after an
     earlier loss, so the CVV is no answer)."""
@@ -212,12 +210,12 @@ def _kept_own(engine: Engine, backups: BackupStore, manifest: Manifest, *, above
     segments = [Segment(0, name, s.path, s.seq_lo, s.seq_hi, s.count, s.vt_lub) for s in manifest.segments]
     if not segments:
         return set()
-    return Engine(backups.segment_store(), engine.settings).origin_times(
-        segments, name, above=above, upto=upto
-    )
+    return backups.copies().origin_times(segments, name, above=above, upto=upto)
 
 
-def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> list[tuple[str, BackupSegment]]:
+def _copy_all_in(
+    engine: DataPlane, backups: BackupStore, manifest: Manifest
+) -> list[tuple[str, BackupSegment]]:
     """Copy the backup's segments into the log store, each checked against the manifest's digest once
     copied (issue 19): a backup file changed since `damage` read it, or a copy torn on the way, would make
     A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
@@ -227,7 +225,7 @@ def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> li
         for seg in manifest.segments:
             rel = engine.store.new_segment_path(manifest.location, seg.seq_lo)
             copies.append((rel, seg))
-            backups.copy_segment_to(seg.path, engine.store, rel)
+            backups.copy_out(seg.path, rel)
             _check_copy(engine, manifest, seg, rel)
     except Exception:
         for rel, _ in copies:
@@ -237,7 +235,7 @@ def _copy_all_in(engine: Engine, backups: BackupStore, manifest: Manifest) -> li
 
 
 def _prune_copies(
-    engine: Engine,
+    engine: DataPlane,
     manifest: Manifest,
     copies: list[tuple[str, BackupSegment]],
     prune_ids: list[str],
@@ -290,9 +288,9 @@ def _prune_copies(
     return current
 
 
-def _check_copy(engine: Engine, manifest: Manifest, seg: BackupSegment, rel: str) -> None:
+def _check_copy(engine: DataPlane, manifest: Manifest, seg: BackupSegment, rel: str) -> None:
     """Raise EnvironmentFailure (backup-damaged) unless the copy at `rel`, read back from the log store, local
-    or remote, has the manifest's digest (the same digest `put_segment` took: relative path and content of
+    or remote, has the manifest's digest (the same digest `copy_in` took: relative path and content of
     each file, BK2)."""
     sha = engine.store.segment_digest(rel)
     if sha != seg.digest:

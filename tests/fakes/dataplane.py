@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from replctl.core.jobs import (
+    InvariantViolation,
     PassResult,
     PassSpec,
     RewriteResult,
@@ -210,9 +211,44 @@ class FakeDataPlane:
         events = [e for e in self._read(segments) if e["seq"] >= from_seq]
         yield from events[:limit] if limit is not None else events
 
-    def verify_log(self, segments: Sequence[Segment], **_: Any) -> list[Any]:
-        """Not implemented by the fake: `log verify` is checked on the real adapter (tests/spark)."""
-        raise NotImplementedError("log verify runs on the Spark data plane only")
+    def verify_log(
+        self,
+        segments: Sequence[Segment],
+        *,
+        seq: int,
+        cvv: Mapping[str, int],
+        dvv: Mapping[str, int],
+        baseline: Mapping[str, int],
+        described_by: str = "the catalog",
+    ) -> list[InvariantViolation]:
+        """SEG, I7, I2, I1 and I3 (rules.md §9) written plainly, pairwise where Spark aggregates; the messages
+        are the fake's own (the stories compare which invariants fail, not the wording)."""
+        found: list[InvariantViolation] = []
+        events: list[dict[str, Any]] = []
+        for seg in segments:
+            rows = self.store.segments.get(seg.path, [])
+            if stats_of(rows) is None or (len(rows), rows[0]["seq"], rows[-1]["seq"]) != (
+                seg.count,
+                seg.seq_lo,
+                seg.seq_hi,
+            ):
+                found.append(InvariantViolation("SEG", f"{seg.path} differs from {described_by}", seg.seq_lo))
+            events.extend(rows)
+        seqs = [e["seq"] for e in events]
+        if any(b <= a for a, b in itertools.pairwise(seqs)) or (seqs and seqs[-1] > seq):
+            found.append(InvariantViolation("I7", "seq is not strictly increasing up to the location's seq"))
+        identities = [(e["origin"], e["origin_time"]) for e in events]
+        if len(set(identities)) != len(identities):
+            found.append(InvariantViolation("I2", "an identity is stored twice"))
+        stamps = [VectorTime(e["vt"]) | VectorTime({e["origin"]: e["origin_time"]}) for e in events]
+        for i, later in enumerate(stamps):
+            if any(later < earlier for earlier in stamps[:i]):
+                found.append(InvariantViolation("I1", "an event is stored after one it precedes", seqs[i]))
+                break
+        expected = VectorTime(stored_lub(events)) | VectorTime(dvv) | VectorTime(baseline)
+        if VectorTime(cvv) != expected:
+            found.append(InvariantViolation("I3", f"CVV {dict(cvv)} ≠ {expected.to_dict()}"))
+        return found
 
     def replicate_pass(self, spec: PassSpec) -> PassResult:
         """REP1 over X's events with seq > progress: (1) CF1 skip, (2) filter skip (NULL rejects), (3) RFC2's

@@ -24,6 +24,7 @@ from crashed import died
 
 from faults.killpoints import REPORT, Survived, World, kill_at, lost_and_duplicated, observe, poison
 from replctl import failpoints
+from replctl.adapters import eventfile
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.repository import Catalog
 from replctl.core.journal import Outcome
@@ -64,11 +65,15 @@ def latest_operation(rc: Replctl) -> dict[str, Any]:
 
 
 def test_the_same_events_have_one_digest_however_they_are_spelled_or_given(tmp_path: Path) -> None:
-    given = read_source(['{"key": "e1", "tags": ["x"]}', '{"tags":["x"],"key":"e2"}'], None, None, 0)
+    given = read_source(
+        ['{"key": "e1", "tags": ["x"]}', '{"tags":["x"],"key":"e2"}'], None, None, 0, event_files=eventfile
+    )
     jsonl = tmp_path / "events.jsonl"
     jsonl.write_text('{"tags": ["x"], "key": "e1"}\n\n{"key": "e2", "tags": ["x"]}\n')
-    assert given.digest() == read_source([], jsonl, None, 0).digest()
-    reordered = read_source(['{"key": "e2", "tags": ["x"]}', '{"key": "e1", "tags": ["x"]}'], None, None, 0)
+    assert given.digest() == read_source([], jsonl, None, 0, event_files=eventfile).digest()
+    reordered = read_source(
+        ['{"key": "e2", "tags": ["x"]}', '{"key": "e1", "tags": ["x"]}'], None, None, 0, event_files=eventfile
+    )
     assert reordered.digest() != given.digest()  # the order is part of the append (EM1 numbers in order)
     assert given.digest().startswith("sha256:")
 
@@ -76,17 +81,28 @@ def test_the_same_events_have_one_digest_however_they_are_spelled_or_given(tmp_p
 def test_a_generated_append_is_identified_by_its_count_and_seed_and_a_parquet_one_by_its_bytes(
     tmp_path: Path,
 ) -> None:
-    assert read_source([], None, 5, 1).digest() == read_source([], None, 5, 1).digest()
-    assert len({read_source([], None, n, seed).digest() for n, seed in [(5, 1), (5, 2), (6, 1)]}) == 3
+    assert (
+        read_source([], None, 5, 1, event_files=eventfile).digest()
+        == read_source([], None, 5, 1, event_files=eventfile).digest()
+    )
+    assert (
+        len(
+            {
+                read_source([], None, n, seed, event_files=eventfile).digest()
+                for n, seed in [(5, 1), (5, 2), (6, 1)]
+            }
+        )
+        == 3
+    )
     folder = tmp_path / "input"
     folder.mkdir()
     # Real Parquet files: an input that is not Parquet is refused before it is digested (issue 19).
     pq.write_table(pa.table({"key": ["one"]}), folder / "part-0.parquet")
-    before = read_source([], folder, None, 0).digest()
-    assert read_source([], folder, None, 0).digest() == before
+    before = read_source([], folder, None, 0, event_files=eventfile).digest()
+    assert read_source([], folder, None, 0, event_files=eventfile).digest() == before
     pq.write_table(pa.table({"key": ["two"]}), folder / "part-1.parquet")
-    assert read_source([], folder, None, 0).digest() != before
-    assert read_source([], folder / "part-0.parquet", None, 0).digest() != before
+    assert read_source([], folder, None, 0, event_files=eventfile).digest() != before
+    assert read_source([], folder / "part-0.parquet", None, 0, event_files=eventfile).digest() != before
 
 
 # --- the journal lookup, on SQLite and PostgreSQL --------------------------------------------------------------

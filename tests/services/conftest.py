@@ -1,10 +1,12 @@
-"""The service tier: the same stories through the services over two data planes (tests/services/stories.py).
+"""The service tier: the same stories through the services over two data planes (tests/services/test_*.py).
 
 `plane` is the in-memory fake (tests/fakes, no JVM) or the real Spark adapter (`adapters.dataplane.Engine` on
-the run's shared local session); the catalog is the real SQLite catalog in a temporary file for both. A dict
-catalog would be a second implementation of the catalog schema and of its transaction rules (fencing, the
-catalog version), which the catalog contract suite already checks against SQLite and PostgreSQL; SQLite needs
-no server and no JVM, so the fake tier stays fast with the real catalog.
+the run's shared local session); `backups` the in-memory backup store of the fake plane's store, or the real
+one (`adapters.logbackups.LogBackups` over a backup-store folder) of the real plane's; the catalog is the real
+SQLite catalog in a temporary file for both. A dict catalog would be a second implementation of the catalog
+schema and of its transaction rules (fencing, the catalog version), which the catalog contract suite already
+checks against SQLite and PostgreSQL; SQLite needs no server and no JVM, so the fake tier stays fast with the
+real catalog.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.dataplane import FakeDataPlane
+from fakes.backupstore import FakeBackupStore
+from fakes.dataplane import FakeDataPlane, FakeStore
 
+from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.dataplane import Engine
+from replctl.adapters.logbackups import LogBackups
 from replctl.adapters.logstore import LogStore
 from replctl.config import Settings
+from replctl.services import ports
 from replctl.services.ports import DataPlane
 
 
@@ -65,3 +71,20 @@ def plane(request: pytest.FixtureRequest, tmp_path: Path) -> DataPlane:
     store = LogStore(tmp_path / "logs")
     store.create_root()
     return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home")
+
+
+@pytest.fixture
+def backups(plane: DataPlane, tmp_path: Path) -> ports.BackupStore:
+    """The backup store of `plane`'s log store: the in-memory fake with the fake plane, else the real one, whose
+    copies are read by a real data plane on the shared session."""
+    if isinstance(plane, FakeDataPlane):
+        assert isinstance(plane.store, FakeStore)
+        return FakeBackupStore(plane.store)
+    assert isinstance(plane, _SharedSessionEngine)
+    session, home = plane.spark(), tmp_path / "home"
+    assert isinstance(plane.store, LogStore)
+
+    def reader(copies: LogStore) -> Engine:
+        return _SharedSessionEngine(copies, session, home)
+
+    return LogBackups(BackupStore(tmp_path / "backups"), plane.store, reader)

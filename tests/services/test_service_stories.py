@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from replctl.adapters import eventfile
 from replctl.core.model import Role
 from replctl.errors import Refused
 from replctl.services import compaction, deletion, logs, recovery, replication, retirement, topology
@@ -24,7 +25,9 @@ def _locations(catalog: Catalog, *names: str) -> None:
 
 
 def _append(catalog: Catalog, plane: DataPlane, name: str, *keys: str) -> None:
-    source = logs.read_source([f'{{"key": "{k}"}}' for k in keys], None, None, 0, location=name)
+    source = logs.read_source(
+        [f'{{"key": "{k}"}}' for k in keys], None, None, 0, event_files=eventfile, location=name
+    )
     assert isinstance(source, AppendSource)
     logs.append(catalog, plane, name, source)
 

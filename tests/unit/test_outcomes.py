@@ -12,6 +12,7 @@ import pytest
 
 from replctl.cli.outcomes import exit_code, present
 from replctl.core.recovery import RecoveryOutcome
+from replctl.services.backup_outcomes import BackupCheck, BackupChecks, BackupsMade, PruneOutcome
 from replctl.services.deletion import Blocker, DeletionOutcome
 from replctl.services.replication import PassReport, ReplicationOutcome
 
@@ -91,3 +92,36 @@ def test_json_output_is_the_outcomes_own_document_whatever_the_renderer_prints()
         with redirect_stdout(buffer):
             code = present(_App(as_json), render, outcome)  # type: ignore[arg-type]
         assert (buffer.getvalue(), code) == (printed, 5)
+
+
+def test_backup_outcomes_exit_with_their_completion_and_keep_their_documents() -> None:
+    refused = ({"location": "B", "error": {"code": "DR0", "message": "damaged", "hint": None}},)
+    assert exit_code(BackupsMade(False, (), refused)) == 5  # finding 6: made some, refused others
+    assert exit_code(BackupsMade(True, (), refused)) == 0  # a dry run leaves nothing undone
+    assert BackupsMade(False, (), refused).to_json() == {
+        "ok": True,
+        "dry_run": False,
+        "backups": [],
+        "refused": list(refused),
+    }
+    whole = BackupCheck("A-1", "A", (), ())
+    missing = BackupCheck("A-2", "A", ("A/seg-1: missing",), ())
+    assert exit_code(BackupChecks((whole,))) == 0
+    assert exit_code(BackupChecks((whole, missing))) == 6
+    assert BackupChecks((whole, missing)).to_json() == {
+        "ok": False,
+        "error": {
+            "code": "backup-damaged",
+            "message": "backup A-2 is damaged: A/seg-1: missing",
+            "hint": "replctl backup create A",
+        },
+        "backups": [
+            {"id": "A-1", "location": "A", "ok": True, "problems": [], "violations": []},
+            {"id": "A-2", "location": "A", "ok": False, "problems": ["A/seg-1: missing"], "violations": []},
+        ],
+    }
+    pruned = PruneOutcome(True, ("A-1",), ("A-2",), ("A/seg-1",), ())
+    assert (exit_code(pruned), list(pruned.to_json())) == (
+        0,
+        ["ok", "dry_run", "removed", "kept", "files_removed", "makes_unrecoverable"],
+    )

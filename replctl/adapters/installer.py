@@ -1,0 +1,117 @@
+"""What `init` and `db upgrade|current` do to the catalog and the store themselves (the `services.ports.Installer`
+port): the SQLite file and the store root with the configured modes, the schema migrations, and opening both.
+
+Only `init` creates anything; `db upgrade` and `db current` work on a catalog that exists, so that a mistyped
+`--db` is refused (exit 6) instead of becoming an empty database somewhere (`services.setup` decides which).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from replctl.adapters.catalog import migrate
+from replctl.adapters.catalog.engine import (
+    check_exists,
+    make_engine,
+    parse_url,
+    safe_url,
+    sqlite_path,
+    translate_errors,
+)
+from replctl.adapters.catalog.repository import Catalog
+from replctl.adapters.catalog.snapshot import backup_sqlite
+from replctl.adapters.logstore import LogStore
+from replctl.config import Settings
+from replctl.errors import EnvironmentFailure
+from replctl.localfiles import make_folders
+from replctl.masking import mask_url
+
+
+class Installer:
+    """The catalog at `settings.db` and the store at `settings.store`, before either is opened as a port."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @property
+    def printable_db(self) -> str:
+        """The catalog's URL, password masked."""
+        return safe_url(self.settings.db)
+
+    @property
+    def printable_store(self) -> str:
+        """The store's root, any password masked."""
+        return mask_url(self.settings.store)
+
+    def create_catalog_file(self) -> None:
+        """Create a SQLite catalog's folder and empty file with the configured modes, before SQLite opens it.
+
+        SQLite would create the file with the umask's mode (its WAL and shared-memory files copy the file's).
+        """
+        settings = self.settings
+        path = sqlite_path(parse_url(settings.db))
+        if path is None or path.exists():
+            return
+        try:
+            make_folders(path.parent, settings.folder_mode)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, settings.file_mode))
+            # The umask may have taken bits the configuration asked for.
+            path.chmod(settings.file_mode)
+        except FileExistsError:
+            return
+        except OSError as exc:
+            raise EnvironmentFailure(
+                f"cannot create the catalog {path}: {exc.strerror}",
+                code="catalog-unreachable",
+                hint="check --db / REPLCTL_DB and the folder's permissions",
+            ) from exc
+
+    def check_catalog_exists(self) -> None:
+        """Refuse (exit 6) a catalog that is not there (or a folder where the SQLite file should be)."""
+        check_exists(self.settings.db)
+
+    def migrate(self) -> tuple[str | None, str | None]:
+        """Upgrade the catalog to head; (revision before, revision after)."""
+        engine = make_engine(self.settings.db)
+        try:
+            with translate_errors(engine.url):
+                with engine.connect() as conn:
+                    previous = migrate.current_revision(conn)
+                migrate.upgrade(engine)
+                with engine.connect() as conn:
+                    revision = migrate.current_revision(conn)
+        finally:
+            engine.dispose()
+        return previous, revision
+
+    def current_revision(self) -> str | None:
+        """The catalog's schema revision."""
+        engine = make_engine(self.settings.db)
+        try:
+            with translate_errors(engine.url), engine.connect() as conn:
+                return migrate.current_revision(conn)
+        finally:
+            engine.dispose()
+
+    def head_revision(self) -> str:
+        """The revision this replctl's migrations end at."""
+        return migrate.head_revision()
+
+    def create_store_root(self) -> None:
+        """Create a local store's root; the store decodes file:// URIs itself, and a remote root (hdfs://,
+        s3a://) is created by its own tools."""
+        LogStore(self.settings.store).create_root(mode=self.settings.folder_mode)
+
+    def copy_catalog(self, file: Path) -> dict[str, Any]:
+        """`db backup FILE`: a copy of a SQLite catalog by SQLite's online backup API (`catalog.snapshot`)."""
+        return backup_sqlite(self.settings.db, file)
+
+    @contextmanager
+    def opened(self) -> Iterator[tuple[Catalog, LogStore]]:
+        """The catalog (closed after the block) and the log store."""
+        with Catalog(self.settings.db) as catalog:
+            yield catalog, LogStore(self.settings.store)

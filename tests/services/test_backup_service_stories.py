@@ -1,0 +1,126 @@
+"""Backup and restore stories through the services (rules.md BK1–BK4), each on the in-memory data plane and
+backup store and on Spark with the real backup store (conftest `plane`, `backups`): the contract that keeps the
+fake backup store honest. Sizes differ between the two (the fake counts rows), so no story asserts bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_service_stories import _append, _locations, _log, _state
+
+from replctl.errors import EnvironmentFailure, Refused
+from replctl.services import backups as backup_service
+from replctl.services import replication, restore, topology
+from replctl.services.ports import BackupStore, Catalog, DataPlane
+
+
+def _segments(catalog: Catalog, name: str) -> list[str]:
+    with catalog.transaction(readonly=True) as tx:
+        return [s.path for s in tx.segments(name)]
+
+
+def _made(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(location, seq, events, segments, reused, copied) of each backup a `backup create` made."""
+    return [
+        (b["location"], b["seq"], b["events"], b["segments"], b["segments_reused"], b["copied"])
+        for b in doc["backups"]
+    ]
+
+
+def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1", "a2")
+    [first] = _segments(catalog, "A")
+    plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True).to_json()
+    assert _made(plan) == [("A", 2, 2, 1, 0, [first])]
+    assert backups.manifests() == []  # the dry run copied nothing and listed nothing
+    assert _made(backup_service.create(catalog, plane.store, backups, ["A"]).to_json()) == [
+        ("A", 2, 2, 1, 0, [first])
+    ]
+    _append(catalog, plane, "A", "a3")
+    [_, second] = _segments(catalog, "A")
+    doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
+    # Incremental: the first segment is named by the earlier manifest, so only the new one is copied.
+    assert _made(doc) == [("A", 3, 3, 2, 1, [second])]
+    listed = backup_service.listing(backups, "A").to_json()["backups"]
+    assert [(b["seq"], b["segments"], b["segments_reused"]) for b in listed] == [(2, 1, 0), (3, 2, 1)]
+    checked = backup_service.verify(backups, []).to_json()["backups"]
+    assert [(b["id"], b["ok"], b["problems"]) for b in checked] == [(b["id"], True, []) for b in listed]
+
+
+def test_verify_reports_a_missing_copy_and_a_restore_from_it_changes_nothing(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1")
+    [path] = _segments(catalog, "A")
+    [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
+    backups.remove_segment(path)
+    [checked] = backup_service.verify(backups, [made["id"]]).to_json()["backups"]
+    assert (checked["ok"], checked["problems"], checked["violations"]) == (False, [f"{path}: missing"], [])
+    with pytest.raises(EnvironmentFailure) as raised:
+        restore.restore(catalog, plane, backups, "A", "latest")
+    assert raised.value.code == "backup-damaged"
+    assert raised.value.message == f"backup {made['id']} is damaged: {path}: missing"
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1")]
+
+
+def test_a_restore_refuses_to_discard_events_no_one_else_stores_dr0(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1")
+    backup_service.create(catalog, plane.store, backups, ["A"])
+    _append(catalog, plane, "A", "a2")
+    with pytest.raises(Refused) as raised:
+        restore.restore(catalog, plane, backups, "A", "latest")
+    assert raised.value.code == "DR0"
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (2, "A", 2, {"A": 2}, "a2")]
+    doc = restore.restore(catalog, plane, backups, "A", "latest", accept_loss=True).to_json()
+    # BK2: A's log is exactly the backup's events; DR1: seq 2 is never given again.
+    assert (doc["lost_from"], doc["survivors_upto"], doc["discarded"]) == (2, 1, {"A": [2, 2]})
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1")]
+    _append(catalog, plane, "A", "a3")
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (3, "A", 3, {"A": 3}, "a3")]
+
+
+def test_a_restore_gets_back_from_a_neighbour_what_came_after_the_backup_bk2(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "A", "a1")
+    backup_service.create(catalog, plane.store, backups, ["A"])
+    _append(catalog, plane, "A", "a2")
+    replication.replicate_all(catalog, plane)
+    plan = restore.restore(catalog, plane, backups, "A", "latest", dry_run=True).to_json()
+    assert (plan["dry_run"], plan["lost_from"], plan["discarded"]) == (True, 2, {})
+    doc = restore.restore(catalog, plane, backups, "A", "latest").to_json()
+    assert (doc["lost_from"], doc["survivors_upto"], doc["lost"]) == (2, 1, {})
+    # DR3: the restored log gets a2 back from B, which stored it, under A's identity.
+    assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, "A")] == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert _state(catalog, "A")[1] == {"A": 2}
+
+
+def test_prune_keeps_the_newest_and_every_file_it_names(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1")
+    older = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
+    _append(catalog, plane, "A", "a2")
+    newer = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
+    doc = backup_service.prune(catalog, backups, "A", keep_last=1, older_than=None).to_json()
+    # The newer backup reuses the first segment's copy: no file goes, only the older manifest.
+    assert (doc["removed"], doc["kept"], doc["files_removed"], doc["makes_unrecoverable"]) == (
+        [older],
+        [newer],
+        [],
+        [],
+    )
+    assert [m.id for m in backups.manifests("A")] == [newer]
+    assert [c["ok"] for c in backup_service.verify(backups, []).to_json()["backups"]] == [True]
