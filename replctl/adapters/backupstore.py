@@ -6,6 +6,11 @@ and `<root>/manifests/<backup id>.json` the manifests. A segment is copied into 
 renamed into place, and the manifest is written last, atomically: a crash leaves at most unreferenced files,
 never a manifest naming a missing or half-written segment.
 
+Locally, each copied file and its temporary folder are fsynced before the rename, so a segment folder that shows
+is whole on disk; the folders the renames changed are fsynced once each, just before the manifest that names
+the copies is written (`put_manifest`). An fsync costs a disk round trip whatever it flushes: once per backup
+for the folder that holds a location's copies, not once per segment, is what a backup of many segments pays.
+
 The root is a URI like the log store's (`adapters.logstore`): a path or `file://` is worked on with the local
 file system; any other scheme the log store takes (`hdfs://`, `s3a://`, ...) through pyarrow's file systems,
 as the log store removes remote segments. A move on an object store is not atomic, so there a copy no manifest
@@ -17,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 import shutil
 import uuid
@@ -31,7 +37,7 @@ from replctl.adapters.remotefiles import folder_digest, folder_files
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
-from replctl.localfiles import digest, sync_folder_entry, sync_tree, write_atomically
+from replctl.localfiles import digest, sync_file, sync_folder, write_atomically
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -148,6 +154,9 @@ class BackupStore:
                             sha.update(chunk)
                             dst.write(chunk)
                             size += len(chunk)
+                        if self._fs is None:
+                            dst.flush()
+                            os.fsync(dst.fileno())  # see `_copy_recorded`
                     file_sha = sha.hexdigest()
                 whole.update(relative.encode() + b"\0")
                 whole.update(file_sha.encode() + b"\n")
@@ -155,12 +164,12 @@ class BackupStore:
                 # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
                 self._remove_folder(target, missing_ok=True)
             else:
-                # On disk before the manifest names it (BK1): a power cut must not leave a listed backup
-                # whose files were still only in the page cache.
-                sync_tree(self.root.joinpath(*temporary.split("/")))
+                # The names in the copy on disk before it shows (its files are already): a copy a backup
+                # that died before its manifest left is whole, and a later backup keeps it (HELD). The
+                # folder it is renamed into is synced before the manifest names it (`put_manifest`).
+                for here, _, _ in os.walk(self.root.joinpath(*temporary.split("/")), topdown=False):
+                    sync_folder(Path(here))
             self._move(temporary, target)
-            if self._fs is None:
-                sync_folder_entry(self.root.joinpath(*target.split("/")))
         except OSError as exc:
             with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
                 self._remove_folder(temporary, missing_ok=True)
@@ -173,7 +182,9 @@ class BackupStore:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""
         copy = self.root.joinpath(*relative.split("/"))
         shutil.copyfile(source, copy)
-        size = copy.stat().st_size
+        # On disk before the manifest names it (BK1): a power cut must not leave a listed backup whose files
+        # were still only in the page cache. Synced here, in the copying thread, while other copies go on.
+        size = sync_file(copy)
         if size != recorded.size:
             # Segments are immutable: a different size is a damaged source, never a backup of it (DR0).
             raise OSError(f"{source} holds {size} bytes, but its segment row says {recorded.size}")
@@ -280,6 +291,8 @@ class BackupStore:
             if self._fs is None:
                 target = self._manifest(manifest.id)
                 target.parent.mkdir(parents=True, exist_ok=True)
+                for folder in self._holding_folders(manifest):
+                    sync_folder(folder)
                 write_atomically(target, text)
                 return
             temporary = f"manifests/.{manifest.id}.{uuid.uuid4().hex[:8]}.tmp"
@@ -288,6 +301,18 @@ class BackupStore:
                 out.write(text.encode("utf-8"))
             # One object: a move (copy, then delete on an object store) shows all of it or none.
             self._fs.move(self._remote(temporary), self._remote("manifests", f"{manifest.id}.json"))
+
+    def _holding_folders(self, manifest: Manifest) -> list[Path]:
+        """The local folders whose names a manifest about to be written depends on, deepest first: those the
+        copies were renamed into, and those above them up to the root (which also names `manifests`).
+
+        Synced once each before the manifest (BK1): the renames that put the copies in place must be on disk
+        before a manifest names them. One fsync per folder, whatever the number of segments."""
+        folders = {self.root}
+        for seg in manifest.segments:
+            holder = self._segment(seg.path).parent
+            folders.update(p for p in (holder, *holder.parents) if p.is_relative_to(self.root))
+        return sorted(folders, key=lambda p: len(p.parts), reverse=True)
 
     def remove_manifest(self, backup_id: str) -> None:
         """Remove a manifest: the backup stops existing (its files are removed after, by the caller)."""

@@ -4,6 +4,9 @@ digests, list the same backups and restore the same segment."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,3 +152,41 @@ def test_a_held_copy_restores_into_a_remote_log_store_under_the_digest_it_was_co
         backups.copy_segment_to(SEGMENT, remote, restored)
     remote.remove(restored)
     assert remote.segment_digest(restored) is None
+
+
+def test_copies_are_on_disk_before_the_manifest_with_one_fsync_per_folder_not_per_segment(
+    tmp_path: Path, logs: LogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BK1, issue 16: every copied file and its folder are synced before the rename that shows the copy (a
+    # copy a crashed backup left is whole); the folder the copies went into, and those above it, once per
+    # manifest, before it. Each fsync is recorded by the path it flushed, on real files.
+    second = "A/seg-0000000000000000004-4567cdef"
+    shutil.copytree(logs.local_path(SEGMENT), logs.local_path(second))
+    root = tmp_path / "backups"
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        path = Path(f"/proc/self/fd/{fd}").readlink().relative_to(root).as_posix()
+        synced.append(re.sub(r"\.[0-9a-f]{8}\.tmp", ".TMP", path))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    backups = BackupStore(root)
+    data = logs.local_path(SEGMENT) / "part-00000-x.snappy.parquet"
+    recorded = (SegmentFile(data.name, 6000, sha256=file_digest(data)),)
+    size, sha = backups.put_segment(logs, SEGMENT, [data.name], recorded=recorded)  # the kernel's copy
+    backups.put_segment(logs, second)  # streamed through Python
+    backups.put_manifest(manifest("A-20260101T000000Z-aaaaaa", "A", "2026-01-01T00:00:00+00:00", size, sha))
+    tmp1, tmp2 = ".seg-0000000000000000001-0123abcd.TMP", ".seg-0000000000000000004-4567cdef.TMP"
+    assert synced == [
+        f"segments/A/{tmp1}/part-00000-x.snappy.parquet",
+        f"segments/A/{tmp1}",
+        f"segments/A/{tmp2}/part-00000-x.snappy.parquet",
+        f"segments/A/{tmp2}",
+        "segments/A",
+        "segments",
+        ".",
+        "manifests/.A-20260101T000000Z-aaaaaa.json.TMP",
+        "manifests",
+    ]
