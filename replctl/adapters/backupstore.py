@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
@@ -286,7 +286,7 @@ class BackupStore:
 
     def put_manifest(self, manifest: Manifest) -> None:
         """Write a manifest last and atomically: from then on the backup exists."""
-        text = json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n"
+        text = _manifest_text(manifest.to_json())
         with _failing(f"cannot write the manifest of {manifest.id} in {self.uri}"):
             if self._fs is None:
                 target = self._manifest(manifest.id)
@@ -413,6 +413,20 @@ class BackupStore:
         if self._info(relative).type == _file_type("NotFound") and missing_ok:
             return
         self._fs.delete_dir(self._remote(relative))
+
+
+def _manifest_text(doc: dict[str, Any]) -> str:
+    """A manifest as JSON, one key per line and one segment per line, readable in a pager.
+
+    Each value is encoded by `json`'s C encoder; `indent` would take its pure-Python one, about 4 ms for 100
+    segments, a fifth of an incremental backup of a 10M-event log (issue 16)."""
+
+    def value(key: str) -> str:
+        if key == "segments" and doc[key]:
+            return "[\n" + ",\n".join(f"  {json.dumps(s, sort_keys=True)}" for s in doc[key]) + "\n ]"
+        return json.dumps(doc[key], sort_keys=True)
+
+    return "{\n" + ",\n".join(f" {json.dumps(key)}: {value(key)}" for key in sorted(doc)) + "\n}\n"
 
 
 @contextmanager

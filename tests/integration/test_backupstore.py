@@ -190,3 +190,25 @@ def test_copies_are_on_disk_before_the_manifest_with_one_fsync_per_folder_not_pe
         "manifests/.A-20260101T000000Z-aaaaaa.json.TMP",
         "manifests",
     ]
+
+
+def test_a_manifest_is_written_one_key_and_one_segment_per_line(tmp_path: Path, logs: LogStore) -> None:
+    # Issue 16: readable in a pager without `indent`, whose pure-Python encoder was a fifth of an incremental
+    # backup at 100 segments; read back whole.
+    backups = BackupStore(tmp_path / "backups")
+    backups.put_segment(logs, SEGMENT)
+    made = manifest("A-20260101T000000Z-aaaaaa", "A", "2026-01-01T00:00:00+00:00", 6000, "d1")
+    backups.put_manifest(made)
+    text = (tmp_path / "backups" / "manifests" / f"{made.id}.json").read_text(encoding="utf-8")
+    segment = (
+        '{"bytes": 6000, "count": 3, "digest": "d1", "path": "A/seg-0000000000000000001-0123abcd", '
+        '"seq_hi": 3, "seq_lo": 1, "vt_lub": {"A": 3}}'
+    )
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and text.endswith("}\n")
+    assert lines[lines.index(' "segments": [') + 1 : lines.index(' "segments": [') + 3] == [
+        f"  {segment}",
+        " ],",
+    ]
+    assert ' "cvv": {"A": 3},' in lines and ' "id": "A-20260101T000000Z-aaaaaa",' in lines
+    assert backups.manifest(made.id) == made
