@@ -8,7 +8,6 @@ is not copied again (`segments_reused`). Each location's backup is one journalle
 from __future__ import annotations
 
 import getpass
-import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -31,8 +30,9 @@ from replctl.services.operations import OperationContext, backup_resource, locat
 from replctl.services.ports import Catalog
 from replctl.services.topology_state import load_state
 
-# Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
-_COPIERS = max(1, min(4, os.cpu_count() or 1))
+# Segment copies made side by side. Four whatever the cores: a copy is a kernel copy and an fsync (BK1), so it
+# mostly waits for the disk, which takes several flushes at once; beyond four the disk, not the CPU, is the limit.
+_COPIERS = 4
 
 
 def create(
@@ -213,7 +213,7 @@ def _copy(store: LogStore, backups: BackupStore, planned: list[_PlannedSegment])
         return p.bytes, p.digest or ""
 
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
-        # Copying and digesting release the GIL: segments are copied side by side, one per core. An
+        # Copying, digesting and fsyncing release the GIL: segments are copied side by side (`_COPIERS`). An
         # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
         copying = sum(1 for p in planned if p.source == COPY)
         results = pool.map(copy, planned) if copying > 1 else map(copy, planned)
