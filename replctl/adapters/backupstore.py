@@ -8,8 +8,9 @@ never a manifest naming a missing or half-written segment.
 
 Locally, each copied file and its temporary folder are fsynced before the rename, so a segment folder that shows
 is whole on disk; the folders the renames changed are fsynced once each, just before the manifest that names
-the copies is written (`put_manifest`). An fsync costs a disk round trip whatever it flushes: once per backup
-for the folder that holds a location's copies, not once per segment, is what a backup of many segments pays.
+the copies is written (`put_manifest`). An fsync costs a disk round trip whatever it flushes (a busy disk makes
+it long even for a folder that has not changed): once per backup for the folder that holds a location's copies,
+not once per segment, is what a backup of many segments pays.
 
 The root is a URI like the log store's (`adapters.logstore`): a path or `file://` is worked on with the local
 file system; any other scheme the log store takes (`hdfs://`, `s3a://`, ...) through pyarrow's file systems,
@@ -128,6 +129,8 @@ class BackupStore:
         """
         target = f"segments/{path}"
         temporary = f"segments/{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex[:8]}.tmp"
+        holder = self._segment(path).parent
+        new_holder = self._fs is None and not holder.is_dir()
         whole = hashlib.sha256()
         size = 0
         known = (
@@ -137,6 +140,8 @@ class BackupStore:
         )
         try:
             self._make_folder(temporary)
+            if new_holder:
+                self._sync_above(holder)
             # The same digest as `segment_digest` of the copy: relative path and content of each file, sorted.
             for relative, opened in _source_files(source, path, names):
                 if "/" in relative:
@@ -189,6 +194,15 @@ class BackupStore:
             # Segments are immutable: a different size is a damaged source, never a backup of it (DR0).
             raise OSError(f"{source} holds {size} bytes, but its segment row says {recorded.size}")
         return size
+
+    def _sync_above(self, holder: Path) -> None:
+        """A location's first copy made the folder that holds its copies: its name, and those above it up to
+        the root, on disk now. Later backups sync only that folder (`put_manifest`): an fsync of a folder that
+        has not changed still waits for the disk."""
+        for folder in holder.parents:
+            sync_folder(folder)
+            if folder == self.root:
+                return
 
     def segment_digest(self, path: str) -> str | None:
         """The digest of a held segment copy (as `put_segment` returns it), None when it is missing."""
@@ -290,8 +304,13 @@ class BackupStore:
         with _failing(f"cannot write the manifest of {manifest.id} in {self.uri}"):
             if self._fs is None:
                 target = self._manifest(manifest.id)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                for folder in self._holding_folders(manifest):
+                if not target.parent.is_dir():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    sync_folder(self.root)  # the name of the `manifests` folder just made
+                # The renames that put the copies in place, on disk before the manifest names them (BK1):
+                # one fsync per folder they went into (a location's), whatever the number of segments. The
+                # folders above were synced when a location's first copy made its folder (`put_segment`).
+                for folder in sorted({self._segment(s.path).parent for s in manifest.segments}):
                     sync_folder(folder)
                 write_atomically(target, text)
                 return
@@ -301,18 +320,6 @@ class BackupStore:
                 out.write(text.encode("utf-8"))
             # One object: a move (copy, then delete on an object store) shows all of it or none.
             self._fs.move(self._remote(temporary), self._remote("manifests", f"{manifest.id}.json"))
-
-    def _holding_folders(self, manifest: Manifest) -> list[Path]:
-        """The local folders whose names a manifest about to be written depends on, deepest first: those the
-        copies were renamed into, and those above them up to the root (which also names `manifests`).
-
-        Synced once each before the manifest (BK1): the renames that put the copies in place must be on disk
-        before a manifest names them. One fsync per folder, whatever the number of segments."""
-        folders = {self.root}
-        for seg in manifest.segments:
-            holder = self._segment(seg.path).parent
-            folders.update(p for p in (holder, *holder.parents) if p.is_relative_to(self.root))
-        return sorted(folders, key=lambda p: len(p.parts), reverse=True)
 
     def remove_manifest(self, backup_id: str) -> None:
         """Remove a manifest: the backup stops existing (its files are removed after, by the caller)."""

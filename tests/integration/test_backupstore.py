@@ -180,14 +180,29 @@ def test_copies_are_on_disk_before_the_manifest_with_one_fsync_per_folder_not_pe
     backups.put_manifest(manifest("A-20260101T000000Z-aaaaaa", "A", "2026-01-01T00:00:00+00:00", size, sha))
     tmp1, tmp2 = ".seg-0000000000000000001-0123abcd.TMP", ".seg-0000000000000000004-4567cdef.TMP"
     assert synced == [
+        "segments",  # the first copy of A made `segments/A` (and `segments`): their names
+        ".",
         f"segments/A/{tmp1}/part-00000-x.snappy.parquet",
         f"segments/A/{tmp1}",
         f"segments/A/{tmp2}/part-00000-x.snappy.parquet",
         f"segments/A/{tmp2}",
-        "segments/A",
-        "segments",
-        ".",
+        ".",  # `manifests` just made
+        "segments/A",  # both renames, once
         "manifests/.A-20260101T000000Z-aaaaaa.json.TMP",
+        "manifests",
+    ]
+    # The next backup: its copy, the folder it went into, its manifest; nothing above that has not changed.
+    third = "A/seg-0000000000000000007-89abcdef"
+    shutil.copytree(logs.local_path(SEGMENT), logs.local_path(third))
+    synced.clear()
+    backups.put_segment(logs, third)
+    backups.put_manifest(manifest("A-20260101T000001Z-bbbbbb", "A", "2026-01-01T00:00:01+00:00", size, sha))
+    tmp3 = ".seg-0000000000000000007-89abcdef.TMP"
+    assert synced == [
+        f"segments/A/{tmp3}/part-00000-x.snappy.parquet",
+        f"segments/A/{tmp3}",
+        "segments/A",
+        "manifests/.A-20260101T000001Z-bbbbbb.json.TMP",
         "manifests",
     ]
 
