@@ -12,8 +12,8 @@ catalog) that no backup size changes, and that the cold-start figures of `bench_
 
 Every timed step starts with nothing waiting to be written (`os.sync()` before it, untimed): each step pays for
 its own writes only. Without it a backup, whose fsyncs must reach the disk (BK1), also waited for the writeback
-of the 270 MB the `cp -r` before it had left in the page cache. `cp -r` returns before its data is on disk; the
-durable copy it is not (`cp -r`, then an fsync of every file and folder it made) is timed beside it.
+of what the copies before it had left in the page cache (270 MB each at 10M events). `cp -r` returns before its
+data is on disk; a durable copy (`cp -r`, then an fsync of every file and folder it made) is timed beside it.
 
 Usage: .venv/bin/python tests/benchmarks/bench_backup.py [--n 10000000] [--chunk 100000] [--runs 3]
        [--world DIR]   (a world an earlier run built with --keep-world: the same log for a before/after pair)
