@@ -425,8 +425,8 @@ class BackupStore:
 def _manifest_text(doc: dict[str, Any]) -> str:
     """A manifest as JSON, one key per line and one segment per line, readable in a pager.
 
-    Each value is encoded by `json`'s C encoder; `indent` would take its pure-Python one, about 4 ms for 100
-    segments, a fifth of an incremental backup of a 10M-event log (issue 16)."""
+    Each value is encoded by `json`'s C encoder; `indent` would take its pure-Python one, whose cost grows with
+    the segments a manifest lists and was a visible share of an incremental backup (issue 16; README)."""
 
     def value(key: str) -> str:
         if key == "segments" and doc[key]:
