@@ -112,22 +112,25 @@ def write_atomically(path: Path, text: str, mode: int = 0o600) -> int:
     return len(data)
 
 
-def sync_tree(folder: Path) -> None:
-    """fsync every file under `folder`, then the folders themselves, so that what a later write (a backup's
-    manifest, BK1) vouches for is on disk before it, not only in the page cache. OSError propagates."""
-    folders = [folder]
-    for entry in folder.rglob("*"):
-        if entry.is_dir():
-            folders.append(entry)
-        elif entry.is_file():
-            _fsync(entry, os.O_RDONLY)
-    for each in reversed(folders):
-        _fsync(each, os.O_RDONLY | os.O_DIRECTORY)
+def sync_file(path: Path) -> int:
+    """fsync one file, so that what a later write (a backup's manifest, BK1) vouches for is on disk, not only
+    in the page cache; returns its size. The folder naming it is synced separately (`sync_folder`)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+        return os.fstat(descriptor).st_size
+    finally:
+        os.close(descriptor)
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder: the names in it (a new file, a rename) are durable only once it is."""
+    _fsync(folder, os.O_RDONLY | os.O_DIRECTORY)
 
 
 def sync_folder_entry(path: Path) -> None:
     """fsync the folder holding `path`: a rename or a new file is durable only once its folder is."""
-    _fsync(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    sync_folder(path.parent)
 
 
 def _fsync(path: Path, flags: int) -> None:

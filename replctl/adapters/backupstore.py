@@ -6,6 +6,12 @@ and `<root>/manifests/<backup id>.json` the manifests. A segment is copied into 
 renamed into place, and the manifest is written last, atomically: a crash leaves at most unreferenced files,
 never a manifest naming a missing or half-written segment.
 
+Locally, each copied file and its temporary folder are fsynced before the rename, so a segment folder that shows
+is whole on disk; the folders the renames changed are fsynced once each, just before the manifest that names
+the copies is written (`put_manifest`). An fsync costs a disk round trip whatever it flushes (a busy disk makes
+it long even for a folder that has not changed): once per backup for the folder that holds a location's copies,
+not once per segment, is what a backup of many segments pays.
+
 The root is a URI like the log store's (`adapters.logstore`): a path or `file://` is worked on with the local
 file system; any other scheme the log store takes (`hdfs://`, `s3a://`, ...) through pyarrow's file systems,
 as the log store removes remote segments. A move on an object store is not atomic, so there a copy no manifest
@@ -17,13 +23,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
@@ -31,7 +38,7 @@ from replctl.adapters.remotefiles import folder_digest, folder_files
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
-from replctl.localfiles import digest, sync_folder_entry, sync_tree, write_atomically
+from replctl.localfiles import digest, sync_file, sync_folder, write_atomically
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -122,6 +129,8 @@ class BackupStore:
         """
         target = f"segments/{path}"
         temporary = f"segments/{path.rsplit('/', 1)[0]}/.{path.rsplit('/', 1)[-1]}.{uuid.uuid4().hex[:8]}.tmp"
+        holder = self._segment(path).parent
+        new_holder = self._fs is None and not holder.is_dir()
         whole = hashlib.sha256()
         size = 0
         known = (
@@ -131,6 +140,8 @@ class BackupStore:
         )
         try:
             self._make_folder(temporary)
+            if new_holder:
+                self._sync_above(holder)
             # The same digest as `segment_digest` of the copy: relative path and content of each file, sorted.
             for relative, opened in _source_files(source, path, names):
                 if "/" in relative:
@@ -148,6 +159,9 @@ class BackupStore:
                             sha.update(chunk)
                             dst.write(chunk)
                             size += len(chunk)
+                        if self._fs is None:
+                            dst.flush()
+                            os.fsync(dst.fileno())  # see `_copy_recorded`
                     file_sha = sha.hexdigest()
                 whole.update(relative.encode() + b"\0")
                 whole.update(file_sha.encode() + b"\n")
@@ -155,12 +169,12 @@ class BackupStore:
                 # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
                 self._remove_folder(target, missing_ok=True)
             else:
-                # On disk before the manifest names it (BK1): a power cut must not leave a listed backup
-                # whose files were still only in the page cache.
-                sync_tree(self.root.joinpath(*temporary.split("/")))
+                # The names in the copy on disk before it shows (its files are already): a copy a backup
+                # that died before its manifest left is whole, and a later backup keeps it (HELD). The
+                # folder it is renamed into is synced before the manifest names it (`put_manifest`).
+                for here, _, _ in os.walk(self.root.joinpath(*temporary.split("/")), topdown=False):
+                    sync_folder(Path(here))
             self._move(temporary, target)
-            if self._fs is None:
-                sync_folder_entry(self.root.joinpath(*target.split("/")))
         except OSError as exc:
             with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
                 self._remove_folder(temporary, missing_ok=True)
@@ -173,11 +187,22 @@ class BackupStore:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""
         copy = self.root.joinpath(*relative.split("/"))
         shutil.copyfile(source, copy)
-        size = copy.stat().st_size
+        # On disk before the manifest names it (BK1): a power cut must not leave a listed backup whose files
+        # were still only in the page cache. Synced here, in the copying thread, while other copies go on.
+        size = sync_file(copy)
         if size != recorded.size:
             # Segments are immutable: a different size is a damaged source, never a backup of it (DR0).
             raise OSError(f"{source} holds {size} bytes, but its segment row says {recorded.size}")
         return size
+
+    def _sync_above(self, holder: Path) -> None:
+        """A location's first copy made the folder that holds its copies: its name, and those above it up to
+        the root, on disk now. Later backups sync only that folder (`put_manifest`): an fsync of a folder that
+        has not changed still waits for the disk."""
+        for folder in holder.parents:
+            sync_folder(folder)
+            if folder == self.root:
+                return
 
     def segment_digest(self, path: str) -> str | None:
         """The digest of a held segment copy (as `put_segment` returns it), None when it is missing."""
@@ -275,11 +300,18 @@ class BackupStore:
 
     def put_manifest(self, manifest: Manifest) -> None:
         """Write a manifest last and atomically: from then on the backup exists."""
-        text = json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n"
+        text = _manifest_text(manifest.to_json())
         with _failing(f"cannot write the manifest of {manifest.id} in {self.uri}"):
             if self._fs is None:
                 target = self._manifest(manifest.id)
-                target.parent.mkdir(parents=True, exist_ok=True)
+                if not target.parent.is_dir():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    sync_folder(self.root)  # the name of the `manifests` folder just made
+                # The renames that put the copies in place, on disk before the manifest names them (BK1):
+                # one fsync per folder they went into (a location's), whatever the number of segments. The
+                # folders above were synced when a location's first copy made its folder (`put_segment`).
+                for folder in sorted({self._segment(s.path).parent for s in manifest.segments}):
+                    sync_folder(folder)
                 write_atomically(target, text)
                 return
             temporary = f"manifests/.{manifest.id}.{uuid.uuid4().hex[:8]}.tmp"
@@ -388,6 +420,20 @@ class BackupStore:
         if self._info(relative).type == _file_type("NotFound") and missing_ok:
             return
         self._fs.delete_dir(self._remote(relative))
+
+
+def _manifest_text(doc: dict[str, Any]) -> str:
+    """A manifest as JSON, one key per line and one segment per line, readable in a pager.
+
+    Each value is encoded by `json`'s C encoder; `indent` would take its pure-Python one, whose cost grows with
+    the segments a manifest lists and was a visible share of an incremental backup (issue 16; README)."""
+
+    def value(key: str) -> str:
+        if key == "segments" and doc[key]:
+            return "[\n" + ",\n".join(f"  {json.dumps(s, sort_keys=True)}" for s in doc[key]) + "\n ]"
+        return json.dumps(doc[key], sort_keys=True)
+
+    return "{\n" + ",\n".join(f" {json.dumps(key)}: {value(key)}" for key in sorted(doc)) + "\n}\n"
 
 
 @contextmanager

@@ -9,7 +9,6 @@ journalled operation.
 from __future__ import annotations
 
 import getpass
-import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -37,8 +36,9 @@ from replctl.services.operations import OperationContext, backup_resource, locat
 from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
 from replctl.services.topology_state import load_state
 
-# Segment copies made side by side (one per core, at most 4: beyond that the disk, not the CPU, is the limit).
-_COPIERS = max(1, min(4, os.cpu_count() or 1))
+# Segment copies made side by side. Four whatever the cores: a copy is a kernel copy and an fsync (BK1), so it
+# mostly waits for the disk, which takes several flushes at once; beyond four the disk, not the CPU, is the limit.
+_COPIERS = 4
 
 
 def create(
@@ -217,7 +217,7 @@ def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_Planned
         return p.bytes, p.digest or ""
 
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
-        # Copying and digesting release the GIL: segments are copied side by side, one per core. An
+        # Copying, digesting and fsyncing release the GIL: segments are copied side by side (`_COPIERS`). An
         # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
         copying = sum(1 for p in planned if p.source == COPY)
         results = pool.map(copy, planned) if copying > 1 else map(copy, planned)

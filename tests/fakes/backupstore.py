@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fakes.dataplane import FakeDataPlane, FakeStore
-
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure

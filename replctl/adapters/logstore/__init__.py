@@ -8,6 +8,7 @@ recorded in the catalog *relative* to the root so that a store can be moved. Sto
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import uuid
@@ -216,14 +217,17 @@ class LogStore:
         if self._local is None:
             return None
         folder = self.local_path(relative)
+        # One listing, and a stat of the data files only: the census runs before every write and every backup,
+        # over every segment of the location (a pathlib listing stat'ed each name twice, side files too).
         try:
-            if not folder.is_dir():
-                return None
-            return {
-                p.name: p.stat().st_size
-                for p in folder.iterdir()
-                if p.is_file() and not p.name.startswith(("_", "."))
-            }
+            with os.scandir(folder) as entries:
+                return {
+                    e.name: e.stat().st_size
+                    for e in entries
+                    if not e.name.startswith(("_", ".")) and e.is_file()
+                }
+        except (FileNotFoundError, NotADirectoryError):
+            return None
         except OSError as exc:
             raise EnvironmentFailure(f"cannot list {self.uri(relative)}: {exc}", code="store") from exc
 
