@@ -366,9 +366,10 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
 def _decision_counts(spec: PassSpec, blocked_at: int | None, examined_row: Column) -> list[Column]:
     """The observed aggregates behind the pass's counts and its new progress (REP2), as few as are exact.
 
-    Every aggregate of an observation costs about as much per row as a column of the copy, outside Spark's
-    generated code, so those that follow from others are left to `_with_derived_counts`: the written count
-    (examined = causal + filtered + written: an examined row gets exactly one decision), the filtered count
+    An observation updates each of its aggregates row by row outside Spark's generated code, so every one costs
+    the pass a measurable share (README, "Performance"); those that follow from others are left to
+    `_with_derived_counts`: the written count (examined = causal + filtered + written: `classify` gives an
+    examined row exactly one decision, its CASE ending in CANDIDATE), the filtered count
     without a filter (0), and without a block the last examined seq is the largest seq read when any row was
     examined (the examined rows are then those above the progress).
     """
