@@ -110,12 +110,15 @@ def measure(
 
     def replicate(admission: list[str] | None = None) -> str:
         out = store.new_segment_path("DST", 1)
-        # With P, the target already holds P's part (a group member), so nothing blocks.
+        # With P, the target already holds P's part (a group member), so nothing blocks, and CF1 skips the
+        # events of P's origins: the pass writes the others.
         cvv = dict.fromkeys(admission or [], n)
         result = replicate_pass(
             spark, store, PassSpec([source], 0, cvv, None, admission or [], 0, out, names)
         )
-        assert result.written == n, result
+        held = sum(1 for i in range(locations) if names[i] in cvv) * (n // locations)
+        assert n % locations == 0 and result.blocked_at is None, result
+        assert (result.written, result.skipped_causal) == (n - held, held), result
         return out
 
     cpu = jvm_cpu_reader(spark)

@@ -338,6 +338,73 @@ def test_pass_matches_a_literal_reading_of_rep1(
         assert result.segment.vt_lub == expected_lub
 
 
+@pytest.mark.parametrize("with_filter", [False, True])
+@pytest.mark.parametrize("with_admission", [False, True])
+# Histories 6 and 7 block with the admission projection (6 after the first candidates), 0 does not.
+@pytest.mark.parametrize("seed", [0, 6, 7])
+def test_pass_counts_and_progress_match_rep1_with_and_without_filter_and_admission(
+    spark: Any, store: LogStore, seed: int, with_filter: bool, with_admission: bool
+) -> None:
+    """The pass's counts, progress and written events against REP1 read one event at a time, with and without
+    a filter and an admission projection: the pass derives some counts instead of observing them, and which
+    ones depends on both (REP1, REP2)."""
+    rng = random.Random(100 + seed)
+    logs = _history(rng, 60)
+    source = logs["A"]
+    if not source:
+        pytest.skip("empty source log")
+    target_cvv = VectorTime().merge(*[e["vt"] for e in logs["B"]])
+    progress = rng.randrange(0, max(1, len(source) // 2))
+    admission = ["B", "C"] if with_admission else []
+
+    def keep(e: dict[str, Any]) -> bool:
+        return not with_filter or e["key"] != "k2"
+
+    src = _write_log(spark, store, "A", source)
+    out = store.new_segment_path("B", 1)
+    result = replicate_pass(
+        spark,
+        store,
+        _spec(
+            store,
+            [src],
+            progress=progress,
+            target_cvv=target_cvv.to_dict(),
+            filter_sql="key <> 'k2'" if with_filter else None,
+            admission=admission,
+            target_seq=100,
+            out_rel=out,
+            source_keys=["A", "B", "C", "D", "E"],
+        ),
+    )
+    expected_written, expected_progress, expected_block = _reference(
+        source, progress, target_cvv, keep, admission
+    )
+    decided = [
+        e for e in source if progress < e["seq"] and (expected_block is None or e["seq"] < expected_block)
+    ]
+    causal = [e for e in decided if VectorTime(e["vt"]) <= target_cvv]
+    filtered = [e for e in decided if not VectorTime(e["vt"]) <= target_cvv and not keep(e)]
+    assert (result.examined, result.skipped_causal, result.skipped_filter, result.written) == (
+        len(decided),
+        len(causal),
+        len(filtered),
+        len(expected_written),
+    )
+    assert (result.blocked_at, result.progress) == (expected_block, expected_progress)
+    stored = read_log(spark, store, catalogued_all(store, [out])) if result.segment else []
+    assert [e["seq"] for e in stored] == [100 + s - progress for s in expected_written]
+    if expected_written:
+        assert result.segment is not None
+        assert (result.segment.count, result.segment.seq_lo, result.segment.seq_hi) == (
+            len(expected_written),
+            100 + expected_written[0] - progress,
+            100 + expected_written[-1] - progress,
+        )
+    else:
+        assert result.segment is None
+
+
 # --- wide vectors: more keys than one column each (transforms.is_wide) -------------------------------------------
 
 WIDE = ["A", "B", *[f"W{i:02d}" for i in range(WIDE_VECTOR_KEYS)]]

@@ -56,7 +56,7 @@ from replctl.core.jobs import (
 from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, InvalidInput
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from replctl.adapters.logstore import LogStore
     from replctl.adapters.spark.schema import CheckedRead
@@ -316,11 +316,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             spec.source_segments,
             prepare=decided,
             observed=[
-                F.count_if(examined_row).alias("examined"),
-                F.count_if(F.col("decision") == SKIP_CAUSAL).alias("causal"),
-                F.count_if(F.col("decision") == SKIP_FILTER).alias("filtered"),
-                F.max(F.when(examined_row, F.col("seq"))).alias("last"),
-                F.count_if(written_row).alias("written"),
+                *_decision_counts(spec, blocked_at, examined_row),
                 F.min(F.when(written_row, F.col("seq"))).alias("lo"),
                 F.max(F.when(written_row, F.col("seq"))).alias("hi"),
                 *lub_aggregates,
@@ -337,7 +333,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
             if store.is_local:
                 store.remove(spec.out_rel)
             raise
-        stats = scan.get
+        stats = _with_derived_counts(scan.get)
         if not stats["written"]:
             lub: dict[str, int] = {}
         elif wide:
@@ -365,6 +361,41 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         progress=int(stats["last"]) if count else spec.progress,
         segment=segment,
     )
+
+
+def _decision_counts(spec: PassSpec, blocked_at: int | None, examined_row: Column) -> list[Column]:
+    """The observed aggregates behind the pass's counts and its new progress (REP2), as few as are exact.
+
+    An observation updates each of its aggregates row by row outside Spark's generated code, so every one costs
+    the pass a measurable share (README, "Performance"); those that follow from others are left to
+    `_with_derived_counts`: the written count (examined = causal + filtered + written: `classify` gives an
+    examined row exactly one decision, its CASE ending in CANDIDATE), the filtered count
+    without a filter (0), and without a block the last examined seq is the largest seq read when any row was
+    examined (the examined rows are then those above the progress).
+    """
+    last = F.col("seq") if blocked_at is None else F.when(examined_row, F.col("seq"))
+    return [
+        F.count_if(examined_row).alias("examined"),
+        F.count_if(F.col("decision") == SKIP_CAUSAL).alias("causal"),
+        *(
+            [F.count_if(F.col("decision") == SKIP_FILTER).alias("filtered")]
+            if spec.filter_sql is not None
+            else []
+        ),
+        F.max(last).alias("last"),
+    ]
+
+
+def _with_derived_counts(observed: Mapping[str, Any]) -> dict[str, Any]:
+    """The observation of a pass with the counts `_decision_counts` leaves out put back."""
+    stats = dict(observed)
+    examined = int(stats["examined"] or 0)
+    stats["causal"] = int(stats["causal"] or 0)
+    stats["filtered"] = int(stats.get("filtered") or 0)
+    stats["written"] = examined - stats["causal"] - stats["filtered"]
+    if not examined:
+        stats["last"] = None
+    return stats
 
 
 def _written_segment(
