@@ -241,10 +241,20 @@ class FakeDataPlane:
             segment = stats_of(written)
         return PassResult(examined, len(written), causal, filtered, blocked_at, last, segment)
 
-    def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
-        """The evaluator's error when `filter_sql` fails on the events after `progress`, else None."""
+    def filter_failure(
+        self,
+        segments: Sequence[Segment],
+        progress: int,
+        filter_sql: str,
+        target_cvv: Mapping[str, int] | None = None,
+    ) -> str | None:
+        """The evaluator's error when `filter_sql` fails on the events after `progress` (those CF1 does not
+        skip into `target_cvv`, when given), else None."""
+        events = [e for e in self._read(segments) if e["seq"] > progress]
+        if target_cvv is not None:
+            events = [e for e in events if not identity_covered(e, target_cvv)]
         try:
-            _filter([e for e in self._read(segments) if e["seq"] > progress], filter_sql)
+            _filter(events, filter_sql)
         except Exception as exc:  # the evaluator's own errors, reported as Spark's first line is
             return str(exc).splitlines()[0]
         return None
