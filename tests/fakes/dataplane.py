@@ -161,8 +161,11 @@ class FakeDataPlane:
         return sorted(events, key=lambda e: e["seq"])
 
     def record_files(self, relative: str) -> tuple[SegmentFile, ...] | None:
-        """The inventory of a written segment: one file, rows and seq range."""
-        rows = self.store.segments[relative]
+        """The inventory of a written segment: one file, rows and seq range (None when the segment is not
+        there, e.g. a pass that wrote nothing, as the real store's)."""
+        rows = self.store.segments.get(relative)
+        if not rows:
+            return None
         return (SegmentFile(DATA_FILE, len(rows), len(rows), rows[0]["seq"], rows[-1]["seq"]),)
 
     def append_events(
