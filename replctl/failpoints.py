@@ -40,6 +40,8 @@ POINTS: dict[str, str] = {
     "replicate.in-commit": "inside a pass's committing transaction, its compare-and-set on the connection row "
     "passed: the transaction is rolled back, the pass's segment an orphan",
     "delete.after-rewrite": "the straddling segment's survivors written, the catalog not: an orphan",
+    "delete.in-commit": "inside the cut's committing transaction, its targets read again: the transaction is "
+    "rolled back, the straddling segment's survivors an orphan",
     "delete.after-commit": "the cut committed (rows, DVV, deleted_upto); the dropped files not yet removed",
     "backup.after-copy": "one segment copied into the backup store, the manifest not written: no backup yet",
     "restore.after-copy": "the backup's segments copied into the log store, the catalog not: orphans",

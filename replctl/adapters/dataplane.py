@@ -249,12 +249,19 @@ class Engine:
         ) as spark:
             return jobs.replicate_pass(spark, self.store, spec)
 
-    def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
-        """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None."""
+    def filter_failure(
+        self,
+        segments: Sequence[Segment],
+        progress: int,
+        filter_sql: str,
+        target_cvv: Mapping[str, int] | None = None,
+    ) -> str | None:
+        """The first line of Spark's error when `filter_sql` fails on the events after `progress` (those CF1
+        does not skip into `target_cvv`, when given), else None."""
         from replctl.adapters.spark.filtercheck import filter_failure
 
         with self._step(f"check the filter on {_named(segments)}") as spark:
-            return filter_failure(spark, self.store, segments, progress, filter_sql)
+            return filter_failure(spark, self.store, segments, progress, filter_sql, target_cvv)
 
     def first_needed(
         self,

@@ -288,7 +288,9 @@ def _apply_cut(
 
     The targets are read again inside the committing transaction: a connection added from the source after
     the cut was decided (`topology add`, which does not lease the source) raises `TargetsChanged` and
-    nothing commits, so that no deletion drops what a target it never considered still needs (DEL3).
+    nothing commits, so that no deletion drops what a target it never considered still needs (DEL3). The
+    catalog serialises writing transactions (SQLite's write lock, PostgreSQL's advisory one), so an addition
+    committing meanwhile either is seen here or, after this commit, sees the new DVV (ADD1).
     """
     segment_cut = plan.cut_segments(segments, cut.upto)
     dropped_lub = lub(s.vt_lub for s in segment_cut.drop)
@@ -316,6 +318,7 @@ def _apply_cut(
             unforeseen = plan.unforeseen_targets(targets, now)
             if unforeseen:
                 raise TargetsChanged(unforeseen)
+            hit("delete.in-commit")
             tx.delete_segments([s.id for s in gone])
             if kept is not None and out_rel is not None:
                 tx.add_written_segment(loc.name, out_rel, kept, ctx.id, engine.record_files(out_rel))

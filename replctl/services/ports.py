@@ -362,8 +362,18 @@ class DataPlane(Protocol):
         """One replication pass X→Y (REP1): CF1, the filter, RFC2's admission check, renumbering."""
         ...
 
-    def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
-        """The first line of the error when `filter_sql` fails on the events after `progress`, else None."""
+    def filter_failure(
+        self,
+        segments: Sequence[Segment],
+        progress: int,
+        filter_sql: str,
+        target_cvv: Mapping[str, int] | None = None,
+    ) -> str | None:
+        """The first line of the error when `filter_sql` fails on the events after `progress`, else None.
+
+        With `target_cvv`, only on the events a pass into that target evaluates the filter on: those CF1 does
+        not skip (REP1 (1) comes before (2)).
+        """
         ...
 
     def first_needed(

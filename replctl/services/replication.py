@@ -269,7 +269,7 @@ def _run_pass(
             progress=plan.new_progress,
             reaches=plan.new_progress,
         )
-    failure = None if recovery else _stored_filter_failure(conn)
+    failure = _known_filter_failure(ctx, engine, conn, plan, target, recovery=bool(recovery))
     if failure is None and ctx.dry_run:
         return _planned(base, plan, blockable=bool(admission))
     if failure is None and plan.action is PassAction.COPY:
@@ -355,6 +355,41 @@ def _damaged_end(
     if target_segments is not None and find_damage(engine.store, target_segments):
         return target
     return None
+
+
+def _known_filter_failure(
+    ctx: OperationContext,
+    engine: DataPlane,
+    conn: Connection,
+    plan: PassPlan,
+    target: Location,
+    *,
+    recovery: bool,
+) -> str | None:
+    """Why the pass fails on the connection's filter, known before it runs: a stored filter refused when read
+    (issue 19), or, in a dry run, a filter that fails on the events the pass reads. None for a recovery's pass,
+    whose filter (DR3) is the recovery's."""
+    if recovery:
+        return None
+    stored = _stored_filter_failure(conn)
+    if stored is None and ctx.dry_run:
+        return _planned_filter_failure(engine, conn, plan, target)
+    return stored
+
+
+def _planned_filter_failure(
+    engine: DataPlane, conn: Connection, plan: PassPlan, target: Location
+) -> str | None:
+    """A dry run's answer to the question the run asks after its pass failed (`_filter_failure`).
+
+    The run would meet a filter that fails on these events (e.g. a cast under ANSI rules) and mark the
+    connection failed; asked on the very events the pass evaluates the filter on (those CF1 does not skip),
+    the dry run does not promise a pass the run cannot make.
+    """
+    if conn.filter is None or plan.action is PassAction.COPY:
+        return None
+    found = engine.filter_failure(list(plan.segments), conn.progress, conn.filter, target.cvv.to_dict())
+    return None if found is None else f"filter failed in Spark: {found}"
 
 
 def _stored_filter_failure(conn: Connection) -> str | None:
@@ -445,7 +480,7 @@ def _filter_failure(engine: DataPlane, conn: Connection, spec: PassSpec, error: 
         return None
     if isinstance(error, BadFilter):
         return f"filter refused by Spark: {error.message}"
-    failure = engine.filter_failure(spec.source_segments, spec.progress, conn.filter)
+    failure = engine.filter_failure(spec.source_segments, spec.progress, conn.filter, spec.target_cvv)
     return None if failure is None else f"filter failed in Spark: {failure}"
 
 

@@ -162,8 +162,11 @@ class FakeDataPlane:
         return sorted(events, key=lambda e: e["seq"])
 
     def record_files(self, relative: str) -> tuple[SegmentFile, ...] | None:
-        """The inventory of a written segment: one file, rows and seq range."""
-        rows = self.store.segments[relative]
+        """The inventory of a written segment: one file, rows and seq range (None when the segment is not
+        there, e.g. a pass that wrote nothing, as the real store's)."""
+        rows = self.store.segments.get(relative)
+        if not rows:
+            return None
         return (SegmentFile(DATA_FILE, len(rows), len(rows), rows[0]["seq"], rows[-1]["seq"]),)
 
     def append_events(
@@ -277,10 +280,20 @@ class FakeDataPlane:
             segment = stats_of(written)
         return PassResult(examined, len(written), causal, filtered, blocked_at, last, segment)
 
-    def filter_failure(self, segments: Sequence[Segment], progress: int, filter_sql: str) -> str | None:
-        """The evaluator's error when `filter_sql` fails on the events after `progress`, else None."""
+    def filter_failure(
+        self,
+        segments: Sequence[Segment],
+        progress: int,
+        filter_sql: str,
+        target_cvv: Mapping[str, int] | None = None,
+    ) -> str | None:
+        """The evaluator's error when `filter_sql` fails on the events after `progress` (those CF1 does not
+        skip into `target_cvv`, when given), else None."""
+        events = [e for e in self._read(segments) if e["seq"] > progress]
+        if target_cvv is not None:
+            events = [e for e in events if not identity_covered(e, target_cvv)]
         try:
-            _filter([e for e in self._read(segments) if e["seq"] > progress], filter_sql)
+            _filter(events, filter_sql)
         except Exception as exc:  # the evaluator's own errors, reported as Spark's first line is
             return str(exc).splitlines()[0]
         return None

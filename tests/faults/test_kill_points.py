@@ -134,6 +134,7 @@ CRASH_POINTS = [
     ("replicate", "delete.after-rewrite"),  # the DEL4 retry after replication
     ("delete", "operation.after-lease"),  # nothing done yet, lease held
     ("delete", "delete.after-rewrite"),
+    ("delete", "delete.in-commit"),  # inside the committing transaction, its targets checked: rolled back
     ("delete", "delete.after-commit"),  # committed, dropped files not yet removed
     ("recover", "recover.before-metadata"),  # survivors rewritten, catalog not
     ("recover", "recover.after-metadata"),  # A recovering, lost files not yet removed

@@ -8,6 +8,11 @@ that lost the race says so (exit 5) and converges when re-run.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,6 +158,53 @@ def test_issue19_1_a_connection_added_from_the_source_during_a_deletion_defers_i
     assert rc.keys("D") == ["a1", "a2", "a3"]
     assert rc.location("A")["deleted_upto"] == 3
     assert rc.keys("A") == []
+    assert rc.json("log", "verify")["ok"]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(180)
+def test_on_postgresql_a_connection_added_while_a_deletion_commits_waits_and_then_sees_its_dvv(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """ADD1 against DEL3 across two processes: the deletion commits with X's targets read again inside its
+    transaction; a `topology add X C` in another process at that moment must end as in one serial order."""
+    rc = Replctl(tmp_path, db_url=postgres_url)
+    rc("init")
+    failpoints.reset()
+    for name in "XBC":
+        rc("location", "add", name)
+    rc("topology", "add", "X", "B")
+    rc.append("X", "x1", "x2", "x3")
+    rc("replicate")
+    added: list[subprocess.Popen[str]] = []
+
+    def add_from_another_process() -> None:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "replctl", "--json", "topology", "add", "X", "C"],
+            env={**os.environ, **rc.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        added.append(proc)
+        # Without a catalog write lock the addition decides on X's DVV before the deletion commits, and
+        # commits inside its window; with it, it waits here for the deletion's transaction to end.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=15)
+
+    with failpoints.calling("delete.in-commit", add_from_another_process) as ran:
+        doc = rc.json("delete", "X", "--upto", "2")
+    assert ran == ["delete.in-commit"]
+    out, err = added[0].communicate(timeout=120)
+    assert added[0].returncode == 0, err
+    # Serial order "delete, then topology add": x1, x2 are gone from X and C lacks them, so X→C waits (ADD1).
+    assert (doc["deleted_upto"], doc["dvv"]) == (2, {"X": 2})
+    (conn,) = json.loads(out)["connections"]
+    assert (conn["source"], conn["target"], conn["state"]) == ("X", "C", "pending")
+    assert rc.connection("X", "C")["state"] == "pending"
+    rc("replicate")
+    assert rc.keys("C") == []
+    assert rc.keys("X") == ["x3"]
     assert rc.json("log", "verify")["ok"]
 
 

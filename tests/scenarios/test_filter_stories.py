@@ -90,6 +90,41 @@ def test_issue14_4_a_filter_failing_in_spark_marks_it_failed_and_others_run(rc: 
     assert rc.connection("A", "B")["state"] == "active"
 
 
+def test_a_dry_run_reports_the_filter_failure_the_run_meets_and_changes_nothing(rc: Replctl) -> None:
+    _fan_out(rc)
+    rc("topology", "filter", "A", "B", "--set", "CAST(key AS INT) = 1")
+    before = rc.snapshot()
+    dry = rc.json("replicate", "--dry-run")
+    assert rc.snapshot() == before
+    assert (rc.connection("A", "B")["state"], rc.keys("B")) == ("active", [])
+    run = rc.json("replicate", expect=5)
+    dry_ab, run_ab = ({(p["source"], p["target"]): p for p in d["passes"]}[("A", "B")] for d in (dry, run))
+    assert (dry_ab["state"], dry_ab["action"]) == (run_ab["state"], run_ab["action"]) == ("failed", "failed")
+    assert dry_ab["reason"] == run_ab["reason"]
+    assert dry_ab["reason"].startswith("filter failed in Spark: [CAST_INVALID_INPUT]")
+    assert dry_ab["reason"].endswith("; fix it: replctl topology filter A B --set EXPR")
+
+
+def test_a_dry_run_checks_the_filter_only_on_events_the_target_lacks(rc: Replctl) -> None:
+    """REP1 (1) before (2): an event the target holds already never meets the filter, in the run as in its
+    dry run; the dry run must not report a failure on it."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "abc")
+    rc("replicate")
+    rc("topology", "remove", "A", "B")
+    # Re-added with a filter and the whole history (ADD1): the pass reads A's log from its start again.
+    rc("topology", "add", "A", "B", "--filter", "CAST(key AS INT) = 1", "--history", "complete")
+    assert rc.connection("A", "B")["progress"] == 0
+    rc.append("A", "1")
+    dry = rc.json("replicate", "A", "B", "--dry-run")
+    assert [(p["action"], p["reason"]) for p in dry["passes"]] == [("would-run", None)]
+    run = rc.json("replicate", "A", "B")
+    assert [(p["action"], p["written"], p["skipped_causal"]) for p in run["passes"]] == [("ran", 1, 1)]
+    assert rc.keys("B") == ["abc", "1"]
+
+
 def test_issue14_4_a_store_failure_is_not_blamed_on_the_filter(rc: Replctl) -> None:
     _fan_out(rc)
     # The source's files are gone: the census finds the log damaged (DR0) before the filter runs.

@@ -169,6 +169,23 @@ def _begin_sqlite(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+# The catalog's write lock on PostgreSQL: a transaction-level advisory lock (its key spells "replctl") that every
+# writing transaction takes before its first read, as BEGIN IMMEDIATE does on SQLite. READ COMMITTED alone lets
+# two transactions each decide on a state the other is about to change (write skew): a deletion re-checking its
+# source's targets while a connection from that source is added on the strength of the old DVV (ADD1, DEL3).
+PG_WRITE_LOCK_KEY = 0x7265706C63746C
+
+
+def take_write_lock(conn: Connection) -> None:
+    """Serialise this writing transaction with every other one on the catalog, as SQLite's write lock does.
+
+    The wait is bounded like SQLite's busy timeout: past it the database error becomes exit 6.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_WRITE_LOCK_KEY})")
+
+
 @contextmanager
 def translate_errors(url: str | URL) -> Iterator[None]:
     """Turn database errors raised inside the block into `EnvironmentFailure` (exit 6), chained.

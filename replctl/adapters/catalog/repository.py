@@ -17,7 +17,13 @@ from sqlalchemy.engine import URL, Connection
 
 from replctl.adapters.catalog.connections import ConnectionQueries
 from replctl.adapters.catalog.deletions import DeletionQueries
-from replctl.adapters.catalog.engine import SQLITE_DEFERRED, make_engine, safe_url, translate_errors
+from replctl.adapters.catalog.engine import (
+    SQLITE_DEFERRED,
+    make_engine,
+    safe_url,
+    take_write_lock,
+    translate_errors,
+)
 from replctl.adapters.catalog.history import HistoryQueries
 from replctl.adapters.catalog.journal import JournalQueries
 from replctl.adapters.catalog.leases import LeaseQueries, holder_name
@@ -87,9 +93,9 @@ class Catalog:
 
         Database errors inside the block become `EnvironmentFailure` (exit 6). `readonly` transactions see
         one consistent snapshot and never wait for a writer on SQLite; on PostgreSQL they run REPEATABLE
-        READ, READ ONLY. Do not open one transaction inside another: on SQLite every writing transaction
-        holds the database's write lock from its start, so the inner one would wait for the outer one
-        until the busy timeout and fail.
+        READ, READ ONLY. Writing transactions are serialised on both (`engine.take_write_lock`). Do not open
+        one writing transaction inside another: the outer one holds the catalog's write lock from its start,
+        so the inner one would wait for it until the busy timeout and fail.
 
         A transaction that wrote to a state table raises the catalog version by one just before it commits
         (`CatalogTransaction.catalog_version`; see `adapters.catalog.version`).
@@ -102,6 +108,8 @@ class Catalog:
                     conn.execution_options(**{SQLITE_DEFERRED: True})
             start_tracking(conn)
             with conn.begin():
+                if not readonly:
+                    take_write_lock(conn)
                 tx = CatalogTransaction(conn, self._clock)
                 yield tx
                 if wrote_state(conn):
