@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_service_stories import _append, _locations, _log, _state
 
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.services import backups as backup_service
 from replctl.services import replication, restore, topology
 from replctl.services.ports import BackupStore, Catalog, DataPlane
+from services.test_service_stories import _append, _locations, _log, _state
 
 
 def _segments(catalog: Catalog, name: str) -> list[str]:

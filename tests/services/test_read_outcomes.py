@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fakes.dataplane import FakeDataPlane
 
+from replctl.adapters import eventfile
 from replctl.core.journal import Outcome as Ended
 from replctl.core.model import Role
 from replctl.core.outcomes import Completion, Outcome
@@ -51,7 +52,9 @@ def _event(seq: int, key: str) -> dict[str, Any]:
 
 
 def _append(catalog: Catalog, plane: FakeDataPlane, name: str, *keys: str) -> None:
-    source = logs.read_source([f'{{"key": "{k}"}}' for k in keys], None, None, 0, location=name)
+    source = logs.read_source(
+        [f'{{"key": "{k}"}}' for k in keys], None, None, 0, event_files=eventfile, location=name
+    )
     assert isinstance(source, AppendSource)
     logs.append(catalog, plane, name, source)
 

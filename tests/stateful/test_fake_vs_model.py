@@ -14,40 +14,42 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes.backupstore import FakeBackupStore
 from fakes.dataplane import FakeDataPlane, FakeStore
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
-from test_cli_vs_model import COMMON, CliVsModel
 
 from replctl.adapters.logstore import LogStore
 from replctl.cli.context import AppContext
+from stateful.test_cli_vs_model import COMMON, CliVsModel
 
 # REPLCTL_DIFF_NO_SHRINK=1: report the first disagreement as drawn, without minutes of shrinking (triage).
 PHASES = [Phase.explicit, Phase.generate] if os.environ.get("REPLCTL_DIFF_NO_SHRINK") else list(Phase)
 
 
 class _Planes:
-    """The fake data plane of the example being run (each example starts with a fresh one)."""
+    """The fake data plane and backup store of the example being run (each example starts with fresh ones)."""
 
     plane: FakeDataPlane = FakeDataPlane()
+    backups: FakeBackupStore = FakeBackupStore(plane.store)
 
 
 class FakeVsModel(CliVsModel):
-    """The CLI over a fresh fake data plane and store per example; backups need the files of a real store."""
-
-    backups = False
-    verifies = False  # the fake has no `log verify`: the model's own §9 check still runs at the end
+    """The CLI over a fresh fake data plane, log store and backup store per example."""
 
     def __init__(self) -> None:
         _Planes.plane = FakeDataPlane(FakeStore())
+        _Planes.backups = FakeBackupStore(_Planes.plane.store)
         super().__init__()
         # `init` marks the configured store itself (not through the composition root): the fake takes its mark.
-        _Planes.plane.store.write_marker(LogStore(str(self.rc.store)).read_marker())
+        marker = LogStore(str(self.rc.store)).read_marker()
+        assert marker is not None
+        _Planes.plane.store.write_marker(marker)
 
 
 @pytest.fixture
 def fake_planes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The composition root hands out the example's fake log store and data plane (and a fake store's marker)."""
+    """The composition root hands out the example's fake log store, data plane and backup store."""
 
     def store(self: AppContext) -> Any:
         return _Planes.plane.store
@@ -59,6 +61,8 @@ def fake_planes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return _Planes.plane
 
     monkeypatch.setattr(AppContext, "store", store)
+    monkeypatch.setattr(AppContext, "backups", lambda self, root=None: _Planes.backups)
+    monkeypatch.setattr(AppContext, "manifests", lambda self: _Planes.backups.manifests())
     monkeypatch.setattr(AppContext, "checked_store", lambda self: engine(self).store)
     monkeypatch.setattr(AppContext, "engine", engine)
     yield
