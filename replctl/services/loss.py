@@ -64,6 +64,7 @@ def refuse_discard(
 
 def refuse_backup_held(
     tx: CatalogTransaction,
+    engine: DataPlane,
     loc: Location,
     start: VectorTime,
     *,
@@ -77,7 +78,7 @@ def refuse_backup_held(
     newest = bk.newest(manifests or [], loc.name)
     if newest is None or newest.id == restoring or accept_loss:
         return
-    lost = loss.unrecovered(loc.cvv, start, _planned(tx, loc.name, start))
+    lost = loss.unrecovered(loc.cvv, start, _planned(tx, engine, loc.name, start))
     held = loss.held_by(lost, newest.cvv)
     if held:
         raise Refused(
@@ -186,7 +187,9 @@ def own_lost_planned(
     return [t for t in wanted if t not in held and not (t > start_own and t in brought)]
 
 
-def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple[VectorTime, VectorTime]]:
+def _planned(
+    tx: CatalogTransaction, engine: DataPlane, name: str, start: VectorTime
+) -> list[tuple[VectorTime, VectorTime]]:
     """DR3–DR4 on paper (core.recovery.plan_rounds): what each source brings from `start` as `(hidden, cvv)`
     (core.loss.unrecovered), and what the neighbours that cannot serve still hold (DR5: blocked, they may
     serve a later `recover`)."""
@@ -208,7 +211,7 @@ def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple
         # A filtered terminal source surely brings only A's own events (DR3), as plan_rounds counts it.
         brought.append(
             (
-                _hidden(tx, locations[source.name]),
+                _hidden(tx, engine, locations[source.name]),
                 cvv if source.filter is None else VectorTime({name: cvv[name]}),
             )
         )
@@ -217,11 +220,16 @@ def _planned(tx: CatalogTransaction, name: str, start: VectorTime) -> list[tuple
     return brought
 
 
-def _hidden(tx: CatalogTransaction, source: Location) -> VectorTime:
-    """What a logical deletion at the source hides from its passes (DEL1): the LUB of the segments it reaches
-    (a straddling one whole, erring towards refusing)."""
-    if source.logical_deleted_upto <= source.deleted_upto:
+def _hidden(tx: CatalogTransaction, engine: DataPlane, source: Location) -> VectorTime:
+    """What a logical deletion at the source hides from its passes (DEL1): the LUB of the events it reaches,
+    from the segment rows, and for a segment it cuts through, from that segment's events up to the cut.
+
+    Counting such a segment whole claimed events above the cut hidden too: BK3 then refused a recovery
+    that loses nothing, naming as lost what the source still serves."""
+    upto = source.logical_deleted_upto
+    if upto <= source.deleted_upto:
         return VectorTime()
+    reached = [s for s in tx.segments(source.name) if s.seq_lo <= upto]
     return VectorTime().merge(
-        *(s.vt_lub for s in tx.segments(source.name) if s.seq_lo <= source.logical_deleted_upto)
+        *(s.vt_lub if s.seq_hi <= upto else VectorTime(engine.dropped_lub(s, upto=upto)) for s in reached)
     )

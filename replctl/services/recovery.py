@@ -262,7 +262,7 @@ def _consent(
         # The straddling segment's survivors are left out (a lower bound): the answer errs towards refusing.
         start = dr.recovered_clock(loc, lub([s.vt_lub for s in split.keep]), others).cvv
         loss.refuse_backup_held(
-            tx, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
+            tx, engine, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
         )
 
 

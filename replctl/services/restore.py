@@ -193,6 +193,7 @@ def _consent(
         start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
         loss.refuse_backup_held(
             tx,
+            engine,
             loc,
             start,
             manifests=backups.manifests(name),

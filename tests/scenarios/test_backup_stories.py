@@ -149,6 +149,30 @@ def test_a_backup_id_the_store_does_not_hold_is_an_unknown_name_exit_2(rc: Replc
     assert rc.snapshot() == before
 
 
+def test_bk3_does_not_count_a_neighbours_logically_deleted_prefix_beyond_its_cut(rc: Replctl) -> None:
+    """B's logical deletion up to 1 cuts through the segment holding a1, a2: only a1 is hidden from B's
+    passes (DEL1), so B serves a2 and a recovery of A loses nothing its backup holds (BK3 has nothing to
+    refuse). Counting B's segment whole named a2 as lost and refused the recovery (exit 3)."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    rc("delete", "B", "--upto", "1", "--logical")
+    rc("delete", "A", "--upto", "1")
+    rc("backup", "create", "A")
+    rc("drill", "disaster", "A", "--from", "2")
+    dry = rc.json("recover", "location", "A", "--dry-run")
+    assert (dry["lost"], dry["rounds"]) == ({}, [{"round": 1, "sources": ["B"], "written": None}])
+    doc = rc.json("recover", "location", "A")
+    assert (doc["lost"], doc["discarded"], doc["refused"]) == ({}, {}, [])
+    assert doc["rounds"] == [{"round": 1, "sources": ["B"], "written": 1}]
+    assert [(e["origin"], e["origin_time"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [
+        ("A", 2, "a2")
+    ]
+    assert rc.json("log", "verify")["ok"]
+
+
 def test_status_shows_which_locations_a_loss_would_hurt_and_the_backup_that_fixes_it(rc: Replctl) -> None:
     # BK3: after A deletes a1, a2, B alone holds them: B is not recoverable until it is backed up.
     two_locations(rc)
