@@ -88,7 +88,7 @@ def state(home: Path) -> EngineState:
     record = read_record(home)
     if record is None:
         return EngineState(None, alive=False, answers=False)
-    alive = _is_server(record.pid)
+    alive = _is_server(record.pid, record.address)
     return EngineState(record, alive=alive, answers=alive and _answers(record.address))
 
 
@@ -131,7 +131,7 @@ def stop(home: Path) -> EngineRecord | None:
         record = read_record(home)
         if record is None:
             return None
-        if _is_server(record.pid):
+        if _is_server(record.pid, record.address):
             _terminate(record.pid)
         (home / RECORD).unlink(missing_ok=True)
         return record
@@ -200,13 +200,19 @@ def _answers(address: str) -> bool:
         return False
 
 
-def _is_server(pid: int) -> bool:
-    # /proc names the program behind a pid: a reused pid of another program is not the server.
+def _is_server(pid: int, address: str | None = None) -> bool:
+    # /proc names the program behind a pid: a reused pid of another program is not the server, and a reused
+    # pid of another home's server (another port) is not the one recorded at `address`.
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return SERVER_CLASS.encode() in cmdline
+    if SERVER_CLASS.encode() not in arguments:
+        return False
+    if address is None:
+        return True
+    port = address.removeprefix("sc://").partition(":")[2].split("/")[0]
+    return f"spark.connect.grpc.binding.port={port}".encode() in arguments
 
 
 def _terminate(pid: int) -> None:
