@@ -64,12 +64,17 @@ class OperationContext:
         self.incomplete = True
 
     @contextmanager
-    def transaction(self) -> Iterator[CatalogTransaction]:
-        """One catalog transaction; the fencing tokens are checked inside it, before commit."""
-        with self.catalog.transaction() as tx:
+    def transaction(self, *, readonly: bool = False) -> Iterator[CatalogTransaction]:
+        """One catalog transaction; the fencing tokens are checked inside it, before commit.
+
+        `readonly`: a snapshot that takes no write lock, for reads around a data-plane job (the catalog's write
+        lock would hold every other operator's writes off for the job's length); it commits nothing, so it
+        needs no fencing check."""
+        with self.catalog.transaction(readonly=readonly) as tx:
             yield tx
-            for resource, token in self.tokens.items():
-                tx.check_lease(resource, token)
+            if not readonly:
+                for resource, token in self.tokens.items():
+                    tx.check_lease(resource, token)
 
     def lease(self, resource: str) -> None:
         """Take one more lease in the middle of the operation, held until it ends like the first ones.

@@ -242,7 +242,8 @@ def _consent(
     backup holds."""
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
-    with ctx.transaction() as tx:
+    # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
+    with ctx.transaction(readonly=True) as tx:
         if first_lost != found:
             # The declared cut lies below what the census found lost: from it up to the census's gap (or the
             # end), the store still holds the events (a straddling segment counts whole).

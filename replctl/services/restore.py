@@ -176,7 +176,8 @@ def _consent(
     # intact part is discarded by the restore's choice.
     found = dr.lost_from(present, engine.census(present)) if present else None
     cut = [s for s in present if s.seq_hi > manifest.last_seq and (found is None or s.seq_lo < found)]
-    with ctx.transaction() as tx:
+    # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
+    with ctx.transaction(readonly=True) as tx:
         loss.refuse_discard(
             tx,
             engine,
