@@ -115,6 +115,19 @@ def recovered_clock(
     return RecoveredClock(cvv, floor)
 
 
+def restored_dvv(location: Location, backup_dvv: VectorTime) -> VectorTime:
+    """DVV-A after a restore (BK2): the backup's DVV, and the merged baselines the catalog's DVV took in.
+
+    A baseline merged into A's clocks (ADD3's history modes, a loss accepted with `--accept-loss`) stands for
+    events A never stored, so no backup of A holds them, whenever it was taken. Left out of DVV-A, a restore
+    from an older backup would let A claim a history it does not have: a new connection out of A would start
+    at once (ADD1) and hand its target a CVV that covers events it never received, which CF1 then skips
+    for good. Physical deletions made after the backup do leave DVV-A: the backup's events are stored again.
+    """
+    merged = {key: min(location.dvv[key], value) for key, value in location.baseline.to_dict().items()}
+    return backup_dvv.merge(merged)
+
+
 def recovering(location: Location, clock: RecoveredClock, last_survivor: int) -> Location:
     """A while it recovers (DR1): CVV from what survived, and its seq counter at T already.
 

@@ -1,8 +1,9 @@
 """`recover location NAME --from-backup ID|latest` (rules.md BK2): a disaster recovery whose survivors are a backup.
 
 The backup's segments are copied into the log store under fresh paths first; one transaction then makes them
-A's log in place of the present segments, with DVV-A and `deleted_upto` from the backup, the clock floor and
-the progress resets of DR1–DR2 (core.recovery). The present files stay untouched until that commit and are
+A's log in place of the present segments, with `deleted_upto` and DVV-A from the backup (DVV-A keeping the
+baselines merged since, core.recovery.restored_dvv), the clock floor and the progress resets of DR1–DR2
+(core.recovery). The present files stay untouched until that commit and are
 removed after it, so a crash before it leaves A as it was plus unreferenced copies. Event recovery and the
 clock then follow exactly as for any recovery (services.recovery.finish_recovery).
 """
@@ -109,10 +110,11 @@ def _restore(
             engine, manifest, copies, prune_ids, keys=keys, identity_origins=clk.identity_origins
         )
     hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
-    # BK2: DVV-A and deleted_upto come from the backup; a logical deletion asked for since still hides.
+    # BK2: DVV-A and deleted_upto come from the backup (DVV-A keeping the baselines merged since, which no
+    # backup holds); a logical deletion asked for since still hides.
     base = replace(
         loc,
-        dvv=manifest.dvv,
+        dvv=dr.restored_dvv(loc, manifest.dvv),
         deleted_upto=manifest.deleted_upto,
         logical_deleted_upto=max(loc.logical_deleted_upto, manifest.logical_deleted_upto),
     )
@@ -190,7 +192,7 @@ def _consent(
             doc=doc,
         )
         others = [x.cvv for x in tx.locations() if x.name != name]
-        base = replace(loc, dvv=manifest.dvv)
+        base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))
         start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
         loss.refuse_backup_held(
             tx,

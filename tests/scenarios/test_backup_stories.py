@@ -782,3 +782,38 @@ def test_a_location_added_with_history_current_is_recoverable_when_a_loss_gets_b
     doc = rc.json("recover", "location", "C")
     assert (doc["refused"], doc["lost"]) == ([], {})
     assert rc.keys("C") == ["a3"]
+
+
+def test_a_restore_keeps_the_history_baseline_merged_since_the_backup_so_no_later_target_skips_events(
+    rc: Replctl,
+) -> None:
+    # BK2 with ADD3: Y was backed up empty, then joined X with `--history none`, merging X's clock (x1..x5)
+    # into its CVV and DVV; X still stores x4, x5. The restore must keep that baseline in DVV-Y, or ADD1 lets
+    # Y→Z start at once and Z's CVV then covers x4, x5, which X→Z skips for good (CF1).
+    rc("location", "add", "X")
+    rc("location", "add", "Y")
+    rc.append("X", "x1", "x2", "x3", "x4", "x5")
+    rc("delete", "X", "--upto", "3")  # no targets yet: x1..x3 go for good
+    rc.json("backup", "create", "Y")
+    rc("topology", "add", "X", "Y", "--both", "--history", "none")
+    rc.append("Y", "y1", "y2")
+    rc("replicate")
+    rc.append("X", "x6")
+    rc("replicate")
+    assert rc.keys("Y") == ["y1", "y2", "x6"]
+    assert rc.location("Y")["dvv"] == {"X": 5}
+    rc("drill", "disaster", "Y", "--from", "1")
+    doc = rc.json("recover", "location", "Y", "--from-backup", "latest")
+    assert (doc["refused"], doc["lost"]) == ([], {})
+    assert rc.keys("Y") == ["y1", "y2", "x6"]
+    assert rc.location("Y")["dvv"] == {"X": 5}
+    rc("location", "add", "Z")
+    rc("topology", "add", "Y", "Z", "--both")
+    # ADD1: Y never held x4, x5, so Z waits for them from X instead of taking Y's word for it.
+    assert rc.connection("Y", "Z")["state"] == "pending"
+    # x1..x3 are gone from X too: Z takes what X still stores (ADD3 `current`), then Y→Z may start.
+    rc("topology", "add", "X", "Z", "--both", "--history", "current")
+    rc("replicate")
+    assert rc.connection("Y", "Z")["state"] == "active"
+    assert sorted(rc.keys("Z")) == ["x4", "x5", "x6", "y1", "y2"]
+    assert rc.json("log", "verify")["ok"]

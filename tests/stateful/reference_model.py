@@ -709,7 +709,8 @@ class ReferenceModel:
         ):
             return Outcome(3, "BK3")
         loc.events = copy.deepcopy(list(backup.events))
-        loc.dvv = dict(backup.dvv)
+        # DVV-A keeps the baselines merged since the backup (ADD3, accepted losses): events A never stored.
+        loc.dvv = vt_join(backup.dvv, {k: min(loc.dvv.get(k, 0), v) for k, v in loc.baseline.items()})
         loc.deleted_upto = backup.deleted_upto
         loc.logical_deleted_upto = max(loc.logical_deleted_upto, backup.logical_deleted_upto)
         last_survivor = max([backup.deleted_upto, *(e.seq for e in backup.events)])
