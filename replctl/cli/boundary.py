@@ -33,7 +33,7 @@ import typer
 
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
-from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
+from replctl.cli.interrupt import ctrl_c_stops_cleanly, interrupted_outside_an_operation
 from replctl.cli.outcomes import exit_code, present
 from replctl.cli.output import emit_error, emit_json, notation, stderr, stdout
 from replctl.core.outcomes import Outcome
@@ -252,7 +252,7 @@ def _say_operation(operation_id: str, command: str) -> None:
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:
     """Ctrl-C: stop what Spark still runs for this command, then say it in one line (or one JSON document)."""
-    cancel_spark_jobs()
+    app.cancel_spark_jobs()
     emit_error(exc, as_json=app.json)
     return exc.exit_code
 
