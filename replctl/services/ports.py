@@ -580,6 +580,11 @@ class Installer(Protocol):
         """The catalog and the log store, opened for the repairs and the store marker; closed after."""
         ...
 
+    def copy_catalog(self, file: Path) -> tuple[Path, int]:
+        """Copy a file catalog, in use, to the new file `file`; the copy's absolute path and size in bytes
+        (exit 2 for a server catalog or an existing file)."""
+        ...
+
 
 class EngineRecord(Protocol):
     """What `engine start` recorded about the server it started."""
@@ -649,4 +654,23 @@ class ManagedEngine(Protocol):
 
     def stop(self) -> EngineRecord | None:
         """Stop the recorded engine if it still runs and forget it; the record that was stopped, if any."""
+        ...
+
+
+class SparkChoice(Protocol):
+    """Which Spark a command would use and why (`config show`)."""
+
+    @property
+    def master(self) -> str:
+        """The Spark master of a classic session."""
+        ...
+
+    @property
+    def remote(self) -> str | None:
+        """The Spark Connect address, when one is used instead (unmasked)."""
+        ...
+
+    @property
+    def why(self) -> str:
+        """Where the choice came from: a flag, the environment, the config file, the managed engine or local."""
         ...
