@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,10 @@ from replctl.cli.render import (
 from replctl.core.model import HistoryMode
 from replctl.errors import InvalidInput
 from replctl.services.views import change_json
+
+if TYPE_CHECKING:
+    from replctl.core.model import Change, Violation
+    from replctl.services.topology import TopologyOutcome, TopologyView
 
 app = typer.Typer(help="Replication connections, filters, groups and their history.", no_args_is_help=True)
 
@@ -50,7 +54,7 @@ def add(
 ) -> None:
     """Add a replication connection SOURCE→TARGET (checked against the whole history, F1/F2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.add_connection(
@@ -77,7 +81,7 @@ def remove(
 ) -> None:
     """Remove a connection (it stays in the history the rules check, H2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.remove_connection(
@@ -98,7 +102,7 @@ def filter_(
 ) -> None:
     """Set or clear the filter of SOURCE→TARGET; either side may name a declared group (RFC2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         if (set_expr is None) == (not clear):
@@ -131,7 +135,7 @@ def group(
 ) -> None:
     """Declare an application group (RFC1) whose members share redundant filtered connections."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         if remove:
@@ -171,7 +175,7 @@ def failover(
 ) -> None:
     """Move LOCATION's connections from one group member to another in one step (FO1)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.failover(
@@ -190,12 +194,12 @@ def show(
 ) -> None:
     """Draw the topology: current connections, history edges, filters, groups, retired locations."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyView:
         from replctl.services import topology
 
         return topology.show(app.catalog())
 
-    def render(app: AppContext, view: Any) -> None:
+    def render(app: AppContext, view: TopologyView) -> None:
         if app.json or fmt is ShowFormat.JSON:
             emit_json({"ok": True, **topology_view_json(view)})
         else:
@@ -212,12 +216,12 @@ def history(
 ) -> None:
     """Every recorded topology change, oldest first (H1)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> list[Change]:
         from replctl.services import topology
 
         return topology.history(app.catalog(), location)
 
-    def render(app: AppContext, changes: Any) -> None:
+    def render(app: AppContext, changes: list[Change]) -> None:
         if app.json:
             emit_json({"ok": True, "changes": [change_json(c) for c in changes]})
         else:
@@ -230,12 +234,12 @@ def history(
 def validate(ctx: typer.Context) -> None:
     """Check every rule on the whole history; exit 3 when one is violated."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> tuple[Violation, ...]:
         from replctl.services import topology_state
 
         return topology_state.validate(app.catalog())
 
-    def render(app: AppContext, violations: Any) -> int:
+    def render(app: AppContext, violations: tuple[Violation, ...]) -> int:
         from replctl.services.topology_state import violation_json
 
         errors = [v for v in violations if not v.warning]
