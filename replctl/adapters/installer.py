@@ -11,7 +11,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.engine import (
@@ -106,7 +105,7 @@ class Installer:
         s3a://) is created by its own tools."""
         LogStore(self.settings.store).create_root(mode=self.settings.folder_mode)
 
-    def copy_catalog(self, file: Path) -> dict[str, Any]:
+    def copy_catalog(self, file: Path) -> tuple[Path, int]:
         """`db backup FILE`: a copy of a SQLite catalog by SQLite's online backup API (`catalog.snapshot`)."""
         return backup_sqlite(self.settings.db, file)
 

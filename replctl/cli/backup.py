@@ -49,7 +49,7 @@ def create(
 ) -> None:
     """Back up locations' logs: their segment files at one catalog version plus a manifest (incremental)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> BackupsMade:
         from replctl.services import backups
 
         return backups.create(
@@ -88,7 +88,7 @@ def create(
 def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] = None) -> None:
     """Complete backups (those whose manifest was written), oldest first."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> BackupList:
         from replctl.services import backups
 
         if location is not None:
@@ -105,7 +105,7 @@ def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] 
 def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """One backup's manifest."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> BackupShown:
         from replctl.services import backups
 
         return backups.show(app.backups(), backup_id)
@@ -157,7 +157,7 @@ def verify(
     """Check the backups (default: all): every segment copy against its manifest's digest, and the invariants
     I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> BackupChecks:
         from replctl.services import backups
 
         return backups.verify(app.backups(), list(ids or []))
@@ -197,7 +197,7 @@ def prune(
     --require-recoverable or the catalog policy require_recoverable, such a prune is refused (BK4).
     """
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> PruneOutcome:
         from replctl.services import backups
 
         if location is not None:

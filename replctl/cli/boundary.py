@@ -17,14 +17,11 @@ the files it reads (`services.plans`); any other command refuses the option (exi
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from contextlib import ExitStack, redirect_stdout
-from dataclasses import replace
+from contextlib import ExitStack
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -33,9 +30,9 @@ import typer
 
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
-from replctl.cli.interrupt import cancel_spark_jobs, ctrl_c_stops_cleanly, interrupted_outside_an_operation
+from replctl.cli.interrupt import ctrl_c_stops_cleanly, interrupted_outside_an_operation
 from replctl.cli.outcomes import exit_code, present
-from replctl.cli.output import emit_error, emit_json, notation, stderr, stdout
+from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.core.outcomes import Outcome
 from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
@@ -138,19 +135,6 @@ def _refuse_plan_out(ctx: typer.Context, app: AppContext, effect: Effect) -> Non
         )
 
 
-def _json_document(
-    app: AppContext, render: Callable[[AppContext, Any], int | None], outcome: Any
-) -> tuple[dict[str, Any], int]:
-    """The JSON document `render` prints for `outcome` under --json, and its exit code, printing nothing
-    (for the commands whose services return no typed `Outcome` yet)."""
-    as_json = replace(app, settings=replace(app.settings, output="json"))
-    buffer = io.StringIO()
-    with redirect_stdout(buffer), notation("json"):
-        code = render(as_json, outcome) or 0
-    document: dict[str, Any] = json.loads(buffer.getvalue())
-    return document, code
-
-
 def _plan(
     ctx: typer.Context,
     app: AppContext,
@@ -176,11 +160,10 @@ def _plan(
     inputs = input_digests(ctx)
     with planning():
         outcome = action(app)
-    if isinstance(outcome, Outcome):
-        # The plan is what the service planned, never what a renderer made of it (issue 15).
-        document, code = outcome.to_json(), exit_code(outcome)
-    else:
-        document, code = _json_document(app, render, outcome)
+    if not isinstance(outcome, Outcome):
+        raise ReplctlError(f"{ctx.command_path} returned no typed outcome to plan", code="internal")
+    # The plan is what the service planned, never what a renderer made of it (issue 15).
+    document, code = outcome.to_json(), exit_code(outcome)
     plan = new_plan(
         recorded_command(ctx, app),
         catalog_url=catalog.url,
@@ -252,7 +235,7 @@ def _say_operation(operation_id: str, command: str) -> None:
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:
     """Ctrl-C: stop what Spark still runs for this command, then say it in one line (or one JSON document)."""
-    cancel_spark_jobs()
+    app.cancel_spark_jobs()
     emit_error(exc, as_json=app.json)
     return exc.exit_code
 

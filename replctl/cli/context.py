@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from replctl.adapters.logstore import LogStore
     from replctl.core.backups import Manifest
     from replctl.services.plans import AppliedPlan, Plan
-    from replctl.services.ports import EventFiles
+    from replctl.services.ports import EventFiles, ManagedEngine
 
 
 @dataclass
@@ -114,6 +114,19 @@ class AppContext:
         from replctl.adapters import eventfile
 
         return eventfile
+
+    def managed_engine(self) -> ManagedEngine:
+        """The managed Spark engine of the replctl home (`replctl engine`); nothing is started or read yet."""
+        from replctl.adapters.spark.server import ManagedServer
+
+        return ManagedServer(self.settings.home)
+
+    def cancel_spark_jobs(self) -> None:
+        """Cancel the Spark jobs an interrupted call left running (only if this process started Spark; the
+        session is process-wide, so this holds whichever context started it)."""
+        from replctl.adapters.spark.session import cancel_running_jobs
+
+        cancel_running_jobs()
 
     def manifests(self) -> list[Manifest] | None:
         """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -40,7 +40,7 @@ def delete(
 ) -> None:
     """Delete a log prefix: logically at once, physically as far as every target allows (DEL1–DEL4)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> DeletionOutcome:
         from replctl.services import deletion
         from replctl.services.backups import DeletionGuard
 

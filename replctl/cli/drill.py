@@ -28,7 +28,7 @@ def drill_disaster(
 ) -> None:
     """Destroy the stored suffix of a log from SEQ on; the catalog is left as a real disaster would."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> DrillOutcome:
         from replctl.services import recovery
 
         return recovery.drill(

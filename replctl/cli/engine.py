@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replctl.cli.boundary import run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
+
+if TYPE_CHECKING:
+    from replctl.services.managed_engine import EngineStarted, EngineStatus, EngineStopped
 
 app = typer.Typer(
     help="A warm local Spark engine (Spark Connect) that later commands use.", no_args_is_help=True
 )
-
-
-def _record_json(record: Any) -> dict[str, Any]:
-    started = datetime.fromisoformat(record.started_at)
-    return {
-        "address": record.address,
-        "pid": record.pid,
-        "version": record.version,
-        "master": record.master,
-        "started_at": record.started_at,
-        "uptime_s": int((datetime.now(UTC) - started).total_seconds()),
-        "log": record.log,
-    }
 
 
 @app.command("start")
@@ -42,22 +31,20 @@ def start(
 ) -> None:
     """Start the engine in the background and wait until it answers; nothing to do when it is up."""
 
-    def action(app: AppContext) -> dict[str, Any]:
-        from replctl.adapters.spark import server
+    def action(app: AppContext) -> EngineStarted:
         from replctl.config import parse_conf
+        from replctl.services import managed_engine
 
-        record, started = server.start(
-            app.settings.home, master=master, port=port, conf=parse_conf(conf or [])
+        return managed_engine.start(
+            app.managed_engine(), master=master, port=port, conf=parse_conf(conf or [])
         )
-        return {"started": started, **_record_json(record)}
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        verb = "started" if out["started"] else "already up"
+    def render(_app: AppContext, out: EngineStarted) -> None:
+        verb = "started" if out.started else "already up"
+        running = out.engine
         stdout().print(
-            f"engine {verb} at {out['address']} (Spark {out['version']}, pid {out['pid']}); log: {out['log']}",
+            f"engine {verb} at {running.address} (Spark {running.version}, pid {running.pid}); "
+            f"log: {running.log}",
             markup=False,
         )
 
@@ -68,30 +55,22 @@ def start(
 def status(ctx: typer.Context) -> None:
     """Whether the engine is up, its address, uptime, Spark version and log."""
 
-    def action(app: AppContext) -> dict[str, Any]:
-        from replctl.adapters.spark import server
+    def action(app: AppContext) -> EngineStatus:
+        from replctl.services import managed_engine
 
-        found = server.state(app.settings.home)
-        doc: dict[str, Any] = {"state": "up" if found.up else "down", "recorded": found.record is not None}
-        if found.record is not None:
-            doc.update(_record_json(found.record))
-        else:
-            doc["log"] = str(app.settings.home / server.LOG)
-        return doc
+        return managed_engine.status(app.managed_engine())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        if out["state"] == "up":
+    def render(_app: AppContext, out: EngineStatus) -> None:
+        running = out.engine
+        if out.up and running is not None:
             stdout().print(
-                f"up at {out['address']}, Spark {out['version']}, for {out['uptime_s']} s, pid {out['pid']}; "
-                f"log: {out['log']}",
+                f"up at {running.address}, Spark {running.version}, for {running.uptime_s} s, "
+                f"pid {running.pid}; log: {running.log}",
                 markup=False,
             )
-        elif out["recorded"]:
+        elif running is not None:
             stdout().print(
-                f"down: the engine recorded at {out['address']} does not answer; log: {out['log']}\n"
+                f"down: the engine recorded at {running.address} does not answer; log: {running.log}\n"
                 "hint: replctl engine start",
                 markup=False,
             )
@@ -105,16 +84,12 @@ def status(ctx: typer.Context) -> None:
 def stop(ctx: typer.Context) -> None:
     """Stop the engine; later commands run on local Spark."""
 
-    def action(app: AppContext) -> dict[str, Any]:
-        from replctl.adapters.spark import server
+    def action(app: AppContext) -> EngineStopped:
+        from replctl.services import managed_engine
 
-        record = server.stop(app.settings.home)
-        return {"stopped": record is not None, "address": record.address if record else None}
+        return managed_engine.stop(app.managed_engine())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        stdout().print(f"engine at {out['address']} stopped" if out["stopped"] else "no engine was up")
+    def render(_app: AppContext, out: EngineStopped) -> None:
+        stdout().print(f"engine at {out.address} stopped" if out.stopped else "no engine was up")
 
     run(ctx, action, render)

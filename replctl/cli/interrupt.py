@@ -6,7 +6,7 @@ each broken call with a full traceback on the root logger (~100 lines). replctl 
 Spark adapter puts back the handler it found (`adapters.spark.session`), and the handler here silences the
 root logger, then raises `KeyboardInterrupt` where the main thread is. The operation turns it into
 `Interrupted` (services.operations), the boundary prints it, and the jobs the interrupted call left running
-are cancelled on the way out.
+are cancelled on the way out (`AppContext.cancel_spark_jobs`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,3 @@ def ctrl_c_stops_cleanly() -> Iterator[None]:
 def interrupted_outside_an_operation() -> Interrupted:
     """Ctrl-C before an operation began or in a command that changes nothing: nothing was committed."""
     return Interrupted("interrupted; nothing committed; re-run to resume")
-
-
-def cancel_spark_jobs() -> None:
-    """Cancel the Spark jobs an interrupted call left running (only if this process started Spark)."""
-    from replctl.adapters.spark.session import cancel_running_jobs
-
-    cancel_running_jobs()

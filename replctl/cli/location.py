@@ -17,6 +17,7 @@ from replctl.core.model import Role
 if TYPE_CHECKING:
     from replctl.services.locations import AllLocations, LocationDetail
     from replctl.services.retirement import RetirementOutcome
+    from replctl.services.topology import TopologyOutcome
 
 app = typer.Typer(help="Locations: add, list, show, retire.", no_args_is_help=True)
 
@@ -34,14 +35,14 @@ def add(
 ) -> None:
     """Add a location with its own empty log (M1: a name is never reused)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.add_location(
             app.catalog(), name, role, reason=app.reason, dry_run=dry_run or app.planning
         )
 
-    def render(app: AppContext, out: Any) -> None:
+    def render(app: AppContext, out: TopologyOutcome) -> None:
         if not out.changes and not app.json:
             # The planner records nothing only when NAME exists with this role (M1): say so (issue 18).
             stdout().print(f"location {name} exists ({role.value}); nothing to change", markup=False)
@@ -55,7 +56,7 @@ def add(
 def list_(ctx: typer.Context) -> None:
     """List every location, retired ones included."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> AllLocations:
         from replctl.services.locations import all_locations
 
         return all_locations(app.catalog())
@@ -81,7 +82,7 @@ def list_(ctx: typer.Context) -> None:
 def show(ctx: typer.Context, name: Annotated[str, typer.Argument(autocompletion=location_names)]) -> None:
     """Show one location: metadata, connections in and out, segments."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> LocationDetail:
         from replctl.services.locations import location_detail
 
         return location_detail(app.catalog(), name, lambda: app.engine().store)
@@ -129,7 +130,7 @@ def retire(
     location has all of its events (RET3); re-run it on a retired location to prune later.
     """
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> RetirementOutcome:
         from replctl.services import retirement
 
         return retirement.retire(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -48,7 +48,7 @@ def append(
 ) -> None:
     """Append events at a read-write location (EM1 assigns seq, origin, origin_time and vt)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> AppendOutcome:
         from replctl.services import logs
 
         source = logs.read_source(
@@ -110,7 +110,7 @@ def show(
     under --json (which streams the events), every stored event is, as the runbooks read it.
     """
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> LogPage:
         from replctl.services import logs
 
         if every and limit is not None:
@@ -187,7 +187,7 @@ def show(
 def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argument()] = None) -> None:
     """Check the invariants of rules.md §9 (I1–I7); exit 3 naming the first violation."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> VerifyOutcome:
         from replctl.services import logs
 
         return logs.verify(app.catalog(), app.engine(), list(locations or []))
@@ -217,7 +217,7 @@ def compact(
 ) -> None:
     """Merge runs of small segments into one (many small passes leave many small files)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> CompactionOutcome:
         from replctl.services import compaction
 
         return compaction.compact(

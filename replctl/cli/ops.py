@@ -28,7 +28,7 @@ def list_(
 ) -> None:
     """The most recent operations, newest first."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> RecentOperations:
         from replctl.services.journal import recent_operations
 
         return recent_operations(app.catalog(), limit)
@@ -48,7 +48,7 @@ def list_(
 def show(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """One operation with its plan and steps (an id prefix is enough)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> FoundOperation:
         from replctl.services.journal import find_operation
 
         return find_operation(app.catalog(), op_id)

@@ -1,8 +1,9 @@
 """A service's typed outcome as output and exit code: the one place that decides both (issue 15).
 
 Under --json the outcome's own `to_json()` is printed, so that the document, the plan `--plan-out` writes and
-the exit code never depend on a renderer; a renderer draws only the text view. Commands whose services still
-return plain values keep their renderer's exit code.
+the exit code never depend on a renderer; a renderer draws only the text view. The actions that return no
+outcome (`apply` and `demo`, which run other commands; `report --html -`, whose page is all its output) keep their
+renderer's exit code.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -98,16 +97,6 @@ _NOTATION: ContextVar[str] = ContextVar("replctl_document_notation", default="js
 def set_notation(output: str | None) -> None:
     """Print this invocation's documents as YAML when `output` is `yaml`, else as JSON."""
     _NOTATION.set("yaml" if output == "yaml" else "json")
-
-
-@contextmanager
-def notation(name: str) -> Iterator[None]:
-    """Print documents in `name` (`json`, `yaml`) inside the block: a plan captures its document as JSON."""
-    token = _NOTATION.set(name)
-    try:
-        yield
-    finally:
-        _NOTATION.reset(token)
 
 
 def _plain(doc: Any) -> Any:

@@ -47,7 +47,7 @@ def recover_location(
 ) -> None:
     """Recover a location after losing a suffix of its log: metadata, then events in rounds."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> RecoveryOutcome:
         from replctl.services import recovery
 
         if from_backup is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -14,7 +14,6 @@ from rich.tree import Tree
 from replctl.cli.boundary import printable
 from replctl.cli.output import emit_json, stderr, stdout, timestamp_text
 from replctl.core.model import Change, Connection
-from replctl.services.views import connection_json, location_json
 
 if TYPE_CHECKING:
     from replctl.cli.context import AppContext
@@ -75,20 +74,6 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
             )
     for warning in out.warnings:
         stderr().print(f"warning [{warning.code}]: {warning.message}", markup=False)
-
-
-def topology_view_json(view: TopologyView) -> dict[str, Any]:
-    """`topology show --format json`."""
-    state = view.state
-    return {
-        "locations": [location_json(loc) for loc in view.locations],
-        "connections": [connection_json(c) for c in view.connections],
-        "history_edges": [
-            {"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
-            for s, t in sorted(state.edges)
-        ],
-        "groups": {name: sorted(members) for name, members in sorted(state.groups.items())},
-    }
 
 
 def render_topology_view(console: Console, view: TopologyView, fmt: str) -> None:
@@ -165,7 +150,7 @@ def _table(console: Console, view: TopologyView, current: Current) -> None:
         console.print(printable(f"group {name}: {', '.join(sorted(members))}"), markup=False)
 
 
-def render_history(console: Console, changes: list[Change], *, wide: bool = False) -> None:
+def render_history(console: Console, changes: Sequence[Change], *, wide: bool = False) -> None:
     """`topology history` as a table that fits 80 columns, each change's reason below it (H1)."""
     notes = Notes(wide)
     table = fitted_table(("id", "at", "who"), ("change", "reason"))

@@ -27,7 +27,7 @@ def replicate(
 ) -> None:
     """One pass over SRC→DST, or every connection until nothing changes."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> ReplicationOutcome:
         from replctl.services import replication
 
         if endpoints and len(endpoints) != 2:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replctl.cli.boundary import run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from replctl.services.report import ReportPage, ReportWritten
 
 
 def report(
@@ -34,7 +37,7 @@ def report(
     Reads what `status` reads and changes nothing; nothing in the page is fetched from the network.
     """
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> ReportWritten | ReportPage:
         from replctl.services import report as report_service
 
         if str(html) == "-":
@@ -45,12 +48,9 @@ def report(
                     code="bad-option",
                     hint="give --html FILE with --json, or drop --json",
                 )
-            from replctl.report.page import render_page
-
-            doc = report_service.collect(
+            return report_service.page(
                 app.catalog(), app.engine().store, recent=recent, manifests=app.manifests()
             )
-            return {"page": render_page(doc)}
         return report_service.write_html(
             app.catalog(),
             html,
@@ -60,23 +60,21 @@ def report(
             manifests=app.manifests(),
         )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if "page" in out:
-            sys.stdout.write(out["page"])
+    def render(_app: AppContext, out: ReportWritten | ReportPage) -> None:
+        from replctl.services.report import ReportPage
+
+        if isinstance(out, ReportPage):
+            sys.stdout.write(out.html)
             sys.stdout.flush()
             return
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
         counts = ", ".join(
-            _count(out[key], noun)
-            for key, noun in (
-                ("locations", "location"),
-                ("connections", "connection"),
-                ("operations", "operation"),
+            (
+                _count(out.locations, "location"),
+                _count(out.connections, "connection"),
+                _count(out.operations, "operation"),
             )
         )
-        stdout().print(f"report written: {out['path']} ({counts})", markup=False)
+        stdout().print(f"report written: {out.path} ({counts})", markup=False)
 
     run(ctx, action, render)
 

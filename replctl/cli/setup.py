@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -11,10 +11,12 @@ from rich.table import Table
 
 from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
-from replctl.cli.output import emit_json, stdout
+from replctl.cli.output import stdout
 from replctl.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from replctl.services.setup import CatalogCopied, Initialised, SchemaRevision, Upgraded, Versions
+    from replctl.services.shown_settings import SettingsShown
     from replctl.services.status import StatusView
 
 db_app = typer.Typer(help="Catalog schema migrations (Alembic).", no_args_is_help=True)
@@ -24,19 +26,16 @@ config_app = typer.Typer(help="Resolved configuration.", no_args_is_help=True)
 def init(ctx: typer.Context) -> None:
     """Create the catalog (migrated to head) and the log store; safe to re-run."""
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> Initialised:
         from replctl.services import setup
 
         return setup.init(app.installer())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
+    def render(_app: AppContext, out: Initialised) -> None:
         console = stdout()
-        state = "created" if out["created"] else "already there"
-        console.print(f"catalog {state}: {out['db']} (revision {out['revision']})", markup=False)
-        console.print(f"log store: {out['store']}", markup=False)
+        state = "created" if out.created else "already there"
+        console.print(f"catalog {state}: {out.db} (revision {out.revision})", markup=False)
+        console.print(f"log store: {out.store}", markup=False)
         console.print("next: replctl location add NAME", markup=False)
 
     run(ctx, action, render, effect=Effect.UNPLANNED)
@@ -46,30 +45,25 @@ def init(ctx: typer.Context) -> None:
 def db_upgrade(ctx: typer.Context) -> None:
     """Migrate the catalog to the newest schema revision."""
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> Upgraded:
         from replctl.services import setup
 
         return setup.upgrade(app.installer())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-        else:
+    def render(_app: AppContext, out: Upgraded) -> None:
+        stdout().print(f"catalog at revision {out.revision} (was {out.previous or 'empty'})", markup=False)
+        if out.repairs.repaired_prunings:
             stdout().print(
-                f"catalog at revision {out['revision']} (was {out['previous'] or 'empty'})", markup=False
+                "restored the vector entries of the clock prunings of "
+                f"{', '.join(out.repairs.repaired_prunings)} (RET2, RET4)",
+                markup=False,
             )
-            if out.get("repaired_prunings"):
-                stdout().print(
-                    "restored the vector entries of the clock prunings of "
-                    f"{', '.join(out['repaired_prunings'])} (RET2, RET4)",
-                    markup=False,
-                )
-            if out.get("cleared_removed_progress"):
-                stdout().print(
-                    "cleared the progress of removed connections left past their source's log (DR2): "
-                    + ", ".join(f"{c['source']}→{c['target']}" for c in out["cleared_removed_progress"]),
-                    markup=False,
-                )
+        if out.repairs.cleared_removed_progress:
+            stdout().print(
+                "cleared the progress of removed connections left past their source's log (DR2): "
+                + ", ".join(f"{source}→{target}" for source, target in out.repairs.cleared_removed_progress),
+                markup=False,
+            )
 
     run(ctx, action, render, effect=Effect.UNPLANNED)
 
@@ -78,17 +72,14 @@ def db_upgrade(ctx: typer.Context) -> None:
 def db_current(ctx: typer.Context) -> None:
     """Print the catalog's schema revision and the newest one this replctl knows."""
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> SchemaRevision:
         from replctl.services import setup
 
         return setup.current(app.installer())
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-        else:
-            note = "up to date" if out["up_to_date"] else "behind: run replctl db upgrade"
-            stdout().print(f"revision {out['revision'] or 'none'} (head {out['head']}, {note})", markup=False)
+    def render(_app: AppContext, out: SchemaRevision) -> None:
+        note = "up to date" if out.up_to_date else "behind: run replctl db upgrade"
+        stdout().print(f"revision {out.revision or 'none'} (head {out.head}, {note})", markup=False)
 
     run(ctx, action, render)
 
@@ -99,14 +90,13 @@ def db_backup(
 ) -> None:
     """Copy a SQLite catalog with SQLite's online backup API (PostgreSQL: use pg_dump)."""
 
-    def action(app: AppContext) -> dict[str, Any]:
-        return app.installer().copy_catalog(file)
+    def action(app: AppContext) -> CatalogCopied:
+        from replctl.services import setup
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-        else:
-            stdout().print(f"catalog copied to {out['file']} ({out['bytes']} bytes)", markup=False)
+        return setup.backup_catalog(app.installer(), file)
+
+    def render(_app: AppContext, out: CatalogCopied) -> None:
+        stdout().print(f"catalog copied to {out.file} ({out.bytes} bytes)", markup=False)
 
     run(ctx, action, render)
 
@@ -115,49 +105,17 @@ def db_backup(
 def config_show(ctx: typer.Context) -> None:
     """Print every resolved setting and where it came from (flag, env, config, default)."""
 
-    def action(app: AppContext) -> dict[str, Any]:
-        from replctl.masking import mask_conf, mask_url
+    def action(app: AppContext) -> SettingsShown:
+        from replctl.services import shown_settings
 
-        s = app.settings
-        # Passwords, tokens and credential settings are shown as *** (a shared screen, a pasted ticket).
-        values = {
-            "config": str(s.config_path) if s.config_path else None,
-            "db": mask_url(s.db),
-            "store": mask_url(s.store),
-            "backup_store": mask_url(s.backup_store),
-            "spark_master": s.spark_master,
-            "spark_remote": mask_url(s.spark_remote) if s.spark_remote else None,
-            "spark_conf": mask_conf(dict(s.spark_conf)),
-            "output": s.output,
-            "file_mode": f"{s.file_mode:04o}",
-            "require_recoverable": s.require_recoverable,
-        }
-        shown = {
-            name: {"value": value, "source": s.origins[name].source if name in s.origins else "default"}
-            for name, value in values.items()
-        }
-        from replctl.errors import EnvironmentFailure
+        return shown_settings.show(app.settings, app.spark_choice)
 
-        # Which Spark a command would use, and why (issue 17): a flag, the managed engine or local Spark.
-        try:
-            choice = app.spark_choice()
-            shown["spark"] = {
-                "value": mask_url(choice.remote) if choice.remote else choice.master,
-                "source": choice.why,
-            }
-        except EnvironmentFailure as exc:
-            shown["spark"] = {"value": None, "source": f"{exc} ({exc.hint})"}
-        return shown
-
-    def render(app: AppContext, out: dict[str, Any]) -> None:
+    def render(_app: AppContext, out: SettingsShown) -> None:
         from replctl.cli.render import value_text
 
-        if app.json:
-            emit_json({"ok": True, "settings": out})
-            return
         table = Table("setting", "value", "from")
-        for name, entry in out.items():
-            table.add_row(name, value_text(entry["value"]), entry["source"])
+        for setting in out.settings:
+            table.add_row(setting.name, value_text(setting.value), setting.source)
         stdout().print(table)
 
     run(ctx, action, render)
@@ -253,35 +211,27 @@ def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
 def version(ctx: typer.Context) -> None:
     """Print the versions of replctl, Spark (pyspark), Java and the catalog schema (this one's and the newest)."""
 
-    def action(app: AppContext) -> dict[str, Any]:
+    def action(app: AppContext) -> Versions:
         from importlib.metadata import version as installed
 
         from replctl import __version__
-        from replctl.errors import ReplctlError
         from replctl.services import setup
 
-        doc: dict[str, Any] = {"replctl": __version__, "spark": installed("pyspark"), "java": _java_version()}
-        try:
-            schema = setup.current(app.installer())
-            doc["catalog"] = {"revision": schema["revision"], "head": schema["head"], "error": None}
-        except ReplctlError as exc:  # no catalog yet, or unreachable: the versions are still worth printing
-            doc["catalog"] = {"revision": None, "head": app.installer().head_revision(), "error": exc.message}
-        return doc
+        return setup.versions(
+            app.installer(), replctl=__version__, spark=installed("pyspark"), java=_java_version()
+        )
 
-    def render(app: AppContext, out: dict[str, Any]) -> None:
-        if app.json:
-            emit_json({"ok": True, **out})
-            return
-        catalog = out["catalog"]
-        if catalog["error"] is not None:
-            schema = f"unknown ({catalog['error']}); this replctl writes {catalog['head']}"
+    def render(_app: AppContext, out: Versions) -> None:
+        catalog = out.catalog
+        if catalog.error is not None:
+            schema = f"unknown ({catalog.error}); this replctl writes {catalog.head}"
         else:
-            schema = f"{catalog['revision'] or 'none'} (newest {catalog['head']})"
+            schema = f"{catalog.revision or 'none'} (newest {catalog.head})"
         console = stdout()
         for name, value in (
-            ("replctl", out["replctl"]),
-            ("spark", out["spark"]),
-            ("java", out["java"] or "not found (install a Java runtime 17 or newer, or set JAVA_HOME)"),
+            ("replctl", out.replctl),
+            ("spark", out.spark),
+            ("java", out.java or "not found (install a Java runtime 17 or newer, or set JAVA_HOME)"),
             ("catalog schema", schema),
         ):
             console.print(f"{name}: {value}", markup=False, soft_wrap=True)

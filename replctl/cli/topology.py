@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,11 +15,13 @@ from replctl.cli.render import (
     render_history,
     render_topology_outcome,
     render_topology_view,
-    topology_view_json,
 )
 from replctl.core.model import HistoryMode
 from replctl.errors import InvalidInput
-from replctl.services.views import change_json
+
+if TYPE_CHECKING:
+    from replctl.services.topology import TopologyHistory, TopologyOutcome, TopologyView
+    from replctl.services.topology_state import TopologyValidation
 
 app = typer.Typer(help="Replication connections, filters, groups and their history.", no_args_is_help=True)
 
@@ -50,7 +52,7 @@ def add(
 ) -> None:
     """Add a replication connection SOURCE→TARGET (checked against the whole history, F1/F2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.add_connection(
@@ -77,7 +79,7 @@ def remove(
 ) -> None:
     """Remove a connection (it stays in the history the rules check, H2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.remove_connection(
@@ -98,7 +100,7 @@ def filter_(
 ) -> None:
     """Set or clear the filter of SOURCE→TARGET; either side may name a declared group (RFC2)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         if (set_expr is None) == (not clear):
@@ -131,7 +133,7 @@ def group(
 ) -> None:
     """Declare an application group (RFC1) whose members share redundant filtered connections."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         if remove:
@@ -171,7 +173,7 @@ def failover(
 ) -> None:
     """Move LOCATION's connections from one group member to another in one step (FO1)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyOutcome:
         from replctl.services import topology
 
         return topology.failover(
@@ -190,14 +192,14 @@ def show(
 ) -> None:
     """Draw the topology: current connections, history edges, filters, groups, retired locations."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyView:
         from replctl.services import topology
 
         return topology.show(app.catalog())
 
-    def render(app: AppContext, view: Any) -> None:
-        if app.json or fmt is ShowFormat.JSON:
-            emit_json({"ok": True, **topology_view_json(view)})
+    def render(_app: AppContext, view: TopologyView) -> None:
+        if fmt is ShowFormat.JSON:  # --format json without --json: the same document
+            emit_json(view.to_json())
         else:
             render_topology_view(stdout(), view, fmt.value)
 
@@ -212,16 +214,13 @@ def history(
 ) -> None:
     """Every recorded topology change, oldest first (H1)."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyHistory:
         from replctl.services import topology
 
         return topology.history(app.catalog(), location)
 
-    def render(app: AppContext, changes: Any) -> None:
-        if app.json:
-            emit_json({"ok": True, "changes": [change_json(c) for c in changes]})
-        else:
-            render_history(stdout(), changes, wide=wide)
+    def render(_app: AppContext, out: TopologyHistory) -> None:
+        render_history(stdout(), out.changes, wide=wide)
 
     run(ctx, action, render)
 
@@ -230,41 +229,22 @@ def history(
 def validate(ctx: typer.Context) -> None:
     """Check every rule on the whole history; exit 3 when one is violated."""
 
-    def action(app: AppContext) -> Any:
+    def action(app: AppContext) -> TopologyValidation:
         from replctl.services import topology_state
 
         return topology_state.validate(app.catalog())
 
-    def render(app: AppContext, violations: Any) -> int:
-        from replctl.services.topology_state import violation_json
-
-        errors = [v for v in violations if not v.warning]
-        if app.json:
-            # Warnings (ROLE2) apart from violations, under the key `status --json` uses (issue 18).
-            doc: dict[str, Any] = {
-                "ok": not errors,
-                "violations": [violation_json(v) for v in errors],
-                "warnings": [violation_json(v) for v in violations if v.warning],
-            }
-            if errors:
-                doc["error"] = {
-                    "code": errors[0].code,
-                    "message": f"refused [{errors[0].code}]: {errors[0].message}",
-                    "hint": errors[0].hint,
-                }
-            emit_json(doc)
-        else:
-            console = stdout()
-            for v in violations:
-                label = "warning" if v.warning else "violation"
-                console.print(f"{label} [{v.code}]: {v.message}", markup=False)
-                if v.hint:
-                    console.print(f"hint: {v.hint}", markup=False)
-            if not errors:
-                console.print(
-                    "topology valid" + (f" ({len(violations)} warning(s))" if violations else ""),
-                    markup=False,
-                )
-        return 3 if errors else 0
+    def render(_app: AppContext, out: TopologyValidation) -> None:
+        console = stdout()
+        for v in out.found:
+            label = "warning" if v.warning else "violation"
+            console.print(f"{label} [{v.code}]: {v.message}", markup=False)
+            if v.hint:
+                console.print(f"hint: {v.hint}", markup=False)
+        if not out.errors:
+            console.print(
+                "topology valid" + (f" ({len(out.found)} warning(s))" if out.found else ""),
+                markup=False,
+            )
 
     run(ctx, action, render)

@@ -2,13 +2,13 @@
 
 architecture.md's "ports ◄── adapters": services are written against these types only and import no adapter
 module, no pyspark and no `shutil` on store paths (the import-linter contracts in pyproject.toml hold them to
-it). The composition root (`replctl.bootstrap`) builds the real adapters, which satisfy these protocols
+it). The composition root (`replctl.cli.context`) builds the real adapters, which satisfy these protocols
 structurally: `adapters.catalog.repository.Catalog` / `CatalogTransaction` for the catalog,
 `adapters.dataplane.Engine` (the log store plus the Spark jobs) for the data plane,
 `adapters.logbackups.LogBackups` for the backup store of a log store, `adapters.eventfile` for the event
-files an append reads, and `adapters.installer.Installer` for what `init` and `db upgrade|current` do before
-a catalog can be opened. The job specs and results the data plane takes and returns are core values
-(`core.jobs`).
+files an append reads, `adapters.installer.Installer` for what `init` and `db upgrade|current` do before
+a catalog can be opened, and `adapters.spark.server.ManagedServer` for the managed Spark engine. The job
+specs and results the data plane takes and returns are core values (`core.jobs`).
 
 Each protocol lists the methods the services call today, no more: a method a service starts to use is added
 here with the adapter's signature.
@@ -578,4 +578,99 @@ class Installer(Protocol):
 
     def opened(self) -> AbstractContextManager[tuple[Catalog, LogStore]]:
         """The catalog and the log store, opened for the repairs and the store marker; closed after."""
+        ...
+
+    def copy_catalog(self, file: Path) -> tuple[Path, int]:
+        """Copy a file catalog, in use, to the new file `file`; the copy's absolute path and size in bytes
+        (exit 2 for a server catalog or an existing file)."""
+        ...
+
+
+class EngineRecord(Protocol):
+    """What `engine start` recorded about the server it started."""
+
+    @property
+    def address(self) -> str:
+        """Its Spark Connect address, sc://HOST:PORT."""
+        ...
+
+    @property
+    def pid(self) -> int:
+        """Its process id."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The Spark version it runs."""
+        ...
+
+    @property
+    def started_at(self) -> str:
+        """When it was started, ISO 8601 with its UTC offset."""
+        ...
+
+    @property
+    def master(self) -> str:
+        """Its Spark master."""
+        ...
+
+    @property
+    def log(self) -> str:
+        """The file its output goes to."""
+        ...
+
+
+class EngineState(Protocol):
+    """The managed engine as found now."""
+
+    @property
+    def record(self) -> EngineRecord | None:
+        """What was recorded, None when no engine was started (or the record is unreadable)."""
+        ...
+
+    @property
+    def up(self) -> bool:
+        """True when its process is the server and its port answers, so commands can use it."""
+        ...
+
+
+class ManagedEngine(Protocol):
+    """The managed Spark engine of one replctl home (`replctl engine start|status|stop`)."""
+
+    @property
+    def log(self) -> Path:
+        """Where an engine started from this home writes its output."""
+        ...
+
+    def state(self) -> EngineState:
+        """The recorded engine and whether it is up."""
+        ...
+
+    def start(
+        self, *, master: str, port: int, conf: tuple[tuple[str, str], ...]
+    ) -> tuple[EngineRecord, bool]:
+        """Start the engine unless one is up; its record and whether this call started it (exit 6 if it fails)."""
+        ...
+
+    def stop(self) -> EngineRecord | None:
+        """Stop the recorded engine if it still runs and forget it; the record that was stopped, if any."""
+        ...
+
+
+class SparkChoice(Protocol):
+    """Which Spark a command would use and why (`config show`)."""
+
+    @property
+    def master(self) -> str:
+        """The Spark master of a classic session."""
+        ...
+
+    @property
+    def remote(self) -> str | None:
+        """The Spark Connect address, when one is used instead (unmasked)."""
+        ...
+
+    @property
+    def why(self) -> str:
+        """Where the choice came from: a flag, the environment, the config file, the managed engine or local."""
         ...

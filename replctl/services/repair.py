@@ -13,8 +13,7 @@ untouched, without reading the store.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from replctl.core.model import Location
 from replctl.core.retirement import LegacyPrune, restored_location
@@ -24,6 +23,16 @@ from replctl.services.ports import Catalog, CatalogTransaction, LogStore
 
 LEGACY_PRUNE_COMMAND = "location retire --prune-clock"
 LEGACY_PRUNE_STEP = "prune-vectors"
+
+
+@dataclass(frozen=True)
+class IdentityRepair:
+    """What `repair_pruned_identities` restored: the pruned ids given back, the locations whose vectors changed
+    and how many segment rows got their LUB back (all empty when there was nothing to repair)."""
+
+    repaired: tuple[str, ...] = ()
+    locations: tuple[str, ...] = ()
+    segments: int = 0
 
 
 def legacy_prunes(tx: CatalogTransaction, locations: list[Location]) -> list[LegacyPrune]:
@@ -41,13 +50,13 @@ def legacy_prunes(tx: CatalogTransaction, locations: list[Location]) -> list[Leg
     return found
 
 
-def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any]:
-    """Restore what legacy prunings dropped; `{"repaired": [Z, ...], "locations": [...], "segments": N}`."""
+def repair_pruned_identities(catalog: Catalog, store: LogStore) -> IdentityRepair:
+    """Restore what legacy prunings dropped (`IdentityRepair`)."""
     with catalog.transaction(readonly=True) as tx:
         locations = tx.locations()
         prunes = legacy_prunes(tx, locations)
     if not prunes:
-        return {"repaired": [], "locations": [], "segments": 0}
+        return IdentityRepair()
     if not store.is_local:
         raise EnvironmentFailure(
             f"the catalog holds clock prunings of {', '.join(p.name for p in prunes)} made before this release; "
@@ -56,7 +65,7 @@ def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any
             hint="run `replctl db upgrade` where the store is a local path (or mounted as one)",
         )
 
-    def body(ctx: OperationContext) -> dict[str, Any]:
+    def body(ctx: OperationContext) -> IdentityRepair:
         origins = sorted(p.name for p in prunes)
         changed_locations, changed_segments = [], 0
         with ctx.transaction() as tx:
@@ -82,7 +91,7 @@ def repair_pruned_identities(catalog: Catalog, store: LogStore) -> dict[str, Any
                 "repair-identities",
                 {"pruned": origins, "locations": changed_locations, "segments": changed_segments},
             )
-        return {"repaired": origins, "locations": changed_locations, "segments": changed_segments}
+        return IdentityRepair(tuple(origins), tuple(changed_locations), changed_segments)
 
     with catalog.transaction(readonly=True) as tx:
         everyone = [loc.name for loc in tx.locations()]

@@ -8,6 +8,7 @@ drawn by `replctl.report.page` from its templates; this module gathers the docum
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,48 @@ from typing import Any
 from replctl import __version__
 from replctl.core.backups import Manifest
 from replctl.core.journal import Operation
+from replctl.core.outcomes import AllOrNothing
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import check_replaceable, write_atomically
 from replctl.services.ports import Catalog, LogStore
 
 RECENT_OPERATIONS = 20
+
+
+@dataclass(frozen=True)
+class ReportWritten(AllOrNothing):
+    """`report --html FILE`: where the page was written, what it shows (counts) and its size."""
+
+    path: Path
+    locations: int
+    retired: int
+    connections: int  # the live ones; removed connections are history edges
+    history_edges: int
+    pending_deletions: int
+    operations: int
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        """`report --json`."""
+        return {
+            "ok": True,
+            "path": str(self.path),
+            "locations": self.locations,
+            "retired": self.retired,
+            "connections": self.connections,
+            "history_edges": self.history_edges,
+            "pending_deletions": self.pending_deletions,
+            "operations": self.operations,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """`report --html -`: the page itself, for stdout. No outcome with a JSON view: `--json` is refused with it,
+    since the page is the whole of stdout."""
+
+    html: str
 
 
 def operation_view(op: Operation) -> dict[str, Any]:
@@ -60,6 +98,19 @@ def collect(
     return doc
 
 
+def page(
+    catalog: Catalog,
+    store: LogStore | None = None,
+    *,
+    recent: int = RECENT_OPERATIONS,
+    manifests: Sequence[Manifest] | None = None,
+) -> ReportPage:
+    """The HTML report as a page for stdout (`report --html -`), nothing written."""
+    from replctl.report.page import render_page
+
+    return ReportPage(render_page(collect(catalog, store, recent=recent, manifests=manifests)))
+
+
 def check_target(path: Path) -> Path:
     """The absolute path to write the report to; refuses (exit 2) a missing folder or a folder as the file.
 
@@ -91,9 +142,8 @@ def write_html(
     recent: int = RECENT_OPERATIONS,
     mode: int = 0o600,
     manifests: Sequence[Manifest] | None = None,
-) -> dict[str, Any]:
-    """Write the HTML report to `path` with permissions `mode`; returns what `report --json` prints after
-    `"ok": true`.
+) -> ReportWritten:
+    """Write the HTML report to `path` with permissions `mode`.
 
     The path is checked before the catalog is read, so a typo in it costs nothing.
     """
@@ -109,13 +159,13 @@ def write_html(
     except OSError as exc:
         raise EnvironmentFailure(f"cannot write the report to {target}: {exc}", code="write-failed") from exc
     connections = doc["connections"]
-    return {
-        "path": str(target),
-        "locations": len(doc["locations"]),
-        "retired": sum(1 for loc in doc["locations"] if loc["state"] == "retired"),
-        "connections": sum(1 for c in connections if c["state"] != "removed"),
-        "history_edges": sum(1 for c in connections if c["state"] == "removed"),
-        "pending_deletions": len(doc["pending_deletions"]),
-        "operations": len(doc["operations"]),
-        "bytes": size,
-    }
+    return ReportWritten(
+        path=target,
+        locations=len(doc["locations"]),
+        retired=sum(1 for loc in doc["locations"] if loc["state"] == "retired"),
+        connections=sum(1 for c in connections if c["state"] != "removed"),
+        history_edges=sum(1 for c in connections if c["state"] == "removed"),
+        pending_deletions=len(doc["pending_deletions"]),
+        operations=len(doc["operations"]),
+        bytes=size,
+    )

@@ -9,14 +9,22 @@ missing or belongs to another catalog, before anything is read as a log.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
 from replctl.services.ports import Catalog, LogStore
 
 STORE_HINT = "check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this catalog"
+
+
+@dataclass(frozen=True)
+class StoreMarking:
+    """What `mark_store` did: the catalog's id, and whether this call wrote the marker (else it was there)."""
+
+    catalog_id: str
+    marked: bool
 
 
 def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
@@ -30,7 +38,7 @@ def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
     return marker
 
 
-def mark_store(catalog: Catalog, store: LogStore) -> dict[str, Any]:
+def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
     """Create (if needed) and mark the store for this catalog (`init`, `db upgrade`); idempotent.
 
     A store of a catalog made before markers is adopted only when it holds the catalog's segments (or the
@@ -43,7 +51,7 @@ def mark_store(catalog: Catalog, store: LogStore) -> dict[str, Any]:
             raise _foreign(store, marker)
         if marked_at is None:
             _record(catalog, marker)
-        return {"catalog_id": catalog_id, "marked": False}
+        return StoreMarking(catalog_id, marked=False)
     if marked_at is not None:
         # This catalog marked a store once: an unmarked folder is not it (a typo, or a store wiped whole).
         raise _not_found(store)
@@ -52,7 +60,7 @@ def mark_store(catalog: Catalog, store: LogStore) -> dict[str, Any]:
     marker = StoreMarker(catalog_id, catalog.clock())
     store.write_marker(marker)
     _record(catalog, marker)
-    return {"catalog_id": catalog_id, "marked": True}
+    return StoreMarking(catalog_id, marked=True)
 
 
 def _identity(catalog: Catalog) -> tuple[str, datetime | None]:

@@ -21,7 +21,7 @@ from replctl.core.model import (
     Role,
     Violation,
 )
-from replctl.core.outcomes import Completion
+from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState
@@ -36,7 +36,7 @@ from replctl.services.operations import (
 )
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 from replctl.services.topology_state import is_rule_id, load_state, violation_json
-from replctl.services.views import change_json
+from replctl.services.views import change_json, connection_json, location_json
 
 
 @dataclass(frozen=True)
@@ -382,21 +382,46 @@ def failover(
     )
 
 
-def history(catalog: Catalog, location: str | None = None) -> list[Change]:
+@dataclass(frozen=True)
+class TopologyHistory(AllOrNothing):
+    """`topology history`: the recorded changes, oldest first (H1)."""
+
+    changes: tuple[Change, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """`topology history --json`."""
+        return {"ok": True, "changes": [change_json(c) for c in self.changes]}
+
+
+def history(catalog: Catalog, location: str | None = None) -> TopologyHistory:
     """`topology history [--location NAME]`."""
     with catalog.transaction(readonly=True) as tx:
         if location is not None:
             get_location(tx, location)
-        return list(tx.changes(location))
+        return TopologyHistory(tuple(tx.changes(location)))
 
 
 @dataclass(frozen=True)
-class TopologyView:
+class TopologyView(AllOrNothing):
     """Everything `topology show` draws."""
 
     locations: tuple[Location, ...]
     connections: tuple[Connection, ...]
     state: TopologyState
+
+    def to_json(self) -> dict[str, Any]:
+        """`topology show --json` (and `--format json`)."""
+        state = self.state
+        return {
+            "ok": True,
+            "locations": [location_json(loc) for loc in self.locations],
+            "connections": [connection_json(c) for c in self.connections],
+            "history_edges": [
+                {"source": s, "target": t, "ever_filtered": (s, t) in state.ever_filtered}
+                for s, t in sorted(state.edges)
+            ],
+            "groups": {name: sorted(members) for name, members in sorted(state.groups.items())},
+        }
 
 
 def show(catalog: Catalog) -> TopologyView:

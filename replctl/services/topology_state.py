@@ -6,9 +6,11 @@ do not import the journal, the plans and the core's planning modules that change
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from replctl.core.model import Violation
+from replctl.core.outcomes import Completion
 from replctl.core.topology import TopologyState, fold
 from replctl.core.topology_rules import validate as validate_state
 from replctl.services.ports import Catalog, CatalogTransaction
@@ -32,7 +34,42 @@ def load_state(tx: CatalogTransaction) -> TopologyState:
     return fold(tx.changes())
 
 
-def validate(catalog: Catalog) -> tuple[Violation, ...]:
+@dataclass(frozen=True)
+class TopologyValidation:
+    """`topology validate`: what every rule says of the whole history, violations and (ROLE2) warnings in the
+    rules' order; violated (exit 3) when a rule is broken, complete when there are only warnings."""
+
+    found: tuple[Violation, ...]
+
+    @property
+    def errors(self) -> tuple[Violation, ...]:
+        """The broken rules."""
+        return tuple(v for v in self.found if not v.warning)
+
+    @property
+    def completion(self) -> Completion:
+        """Violated when any rule is broken."""
+        return Completion.VIOLATED if self.errors else Completion.COMPLETE
+
+    def to_json(self) -> dict[str, Any]:
+        """`topology validate --json`: warnings apart from violations, under the key `status --json` uses
+        (issue 18); on a violation `ok` is false and `error` names the first one, as a refusal would."""
+        errors = self.errors
+        doc: dict[str, Any] = {
+            "ok": not errors,
+            "violations": [violation_json(v) for v in errors],
+            "warnings": [violation_json(v) for v in self.found if v.warning],
+        }
+        if errors:
+            doc["error"] = {
+                "code": errors[0].code,
+                "message": f"refused [{errors[0].code}]: {errors[0].message}",
+                "hint": errors[0].hint,
+            }
+        return doc
+
+
+def validate(catalog: Catalog) -> TopologyValidation:
     """`topology validate`: every rule on the whole history (errors and ROLE2 warnings)."""
     with catalog.transaction(readonly=True) as tx:
-        return tuple(validate_state(load_state(tx)))
+        return TopologyValidation(tuple(validate_state(load_state(tx))))

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.engine import make_url
 
 from replctl.errors import EnvironmentFailure, InvalidInput
 
 
-def backup_sqlite(url: str, target: Path) -> dict[str, Any]:
+def backup_sqlite(url: str, target: Path) -> tuple[Path, int]:
     """Copy the SQLite catalog at `url` to `target` with SQLite's online backup API (pages copied under
-    SQLite's own locking, so concurrent writers never leave a torn copy). Other catalogs exit 2 with a hint."""
+    SQLite's own locking, so concurrent writers never leave a torn copy); the copy's absolute path and size in
+    bytes. Other catalogs exit 2 with a hint."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database:
         raise InvalidInput(
@@ -39,4 +39,4 @@ def backup_sqlite(url: str, target: Path) -> dict[str, Any]:
         for conn in (dst, src):
             if conn is not None:
                 conn.close()
-    return {"file": str(target), "bytes": target.stat().st_size}
+    return target, target.stat().st_size

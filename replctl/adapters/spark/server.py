@@ -69,6 +69,32 @@ class EngineState:
         return self.record is not None and not self.up
 
 
+@dataclass(frozen=True)
+class ManagedServer:
+    """The managed engine of one replctl home, as the services see it (`services.ports.ManagedEngine`)."""
+
+    home: Path
+
+    @property
+    def log(self) -> Path:
+        """Where a server started from this home writes its output."""
+        return self.home / LOG
+
+    def state(self) -> EngineState:
+        """`state(home)`."""
+        return state(self.home)
+
+    def start(
+        self, *, master: str, port: int, conf: tuple[tuple[str, str], ...]
+    ) -> tuple[EngineRecord, bool]:
+        """`start(home, ...)`."""
+        return start(self.home, master=master, port=port, conf=conf)
+
+    def stop(self) -> EngineRecord | None:
+        """`stop(home)`."""
+        return stop(self.home)
+
+
 def client_version() -> str:
     """The installed pyspark's version (the client side of Spark Connect)."""
     return version("pyspark")
