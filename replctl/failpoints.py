@@ -58,7 +58,8 @@ POINTS: dict[str, str] = {
     "prune.after-commit": "one log's pruned rows and parked CVV[Z] committed; its old files not removed",
     "prune.after-log": "one log pruned and its old files removed; the next log not begun",
     "prune.before-vectors": "every vt pruned, Z not yet recorded as pruned (new vts would still carry it)",
-    "operation.before-finish": "every step committed; the journal's outcome and the lease release not",
+    "operation.before-finish": "every step committed but a closing one (a backup's: its manifest written), "
+    "which commits with the journal's outcome and the lease release: none of them",
 }
 
 

@@ -176,10 +176,10 @@ def _backup(
             continue  # a segment went from the live log while it was copied: read the catalog again
         manifest = _manifest(loc, version, done, reason)
         backups.put_manifest(manifest)
-        with ctx.transaction() as tx:
-            ctx.step(
-                tx, "backup", {"id": manifest.id, "segments": len(done), "reused": manifest.segments_reused}
-            )
+        # The manifest made the backup (BK1); the catalog only journals it, with the operation's end.
+        ctx.closing_step(
+            "backup", {"id": manifest.id, "segments": len(done), "reused": manifest.segments_reused}
+        )
         return _summary(loc, done, manifest)
     raise LockHeld(
         f"{name}'s log changed under each of {_ATTEMPTS} attempts to back it up (compactions or deletions "
@@ -191,10 +191,13 @@ def _backup(
 
 def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, list[Segment], int]:
     """A's row, segments and the catalog version, read holding A's lease, which is given back right after
-    (BK1): appends and replication into A go on while its segments are copied, since segments are immutable."""
+    (BK1): appends and replication into A go on while its segments are copied, since segments are immutable.
+
+    The read is a snapshot that commits nothing; giving the lease back checks that it was held throughout
+    (`OperationContext.release`), the census of A's files (DR0) included."""
     resource = location_resource(name)
     ctx.lease(resource)  # held already on the first attempt; taken again on a later one
-    with ctx.transaction() as tx:
+    with ctx.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
         version = tx.catalog_version()

@@ -18,7 +18,18 @@ def find_damage(store: LogStore, segments: list[Segment]) -> list[SegmentDamage]
     """The catalogued segments the store does not hold as recorded (names and sizes; local stores only)."""
     if not store.is_local or not segments:
         return []
-    return census(segments, {s.path: store.segment_files(s.path) for s in segments})
+    return census(segments, {s.path: _stored(store, s) for s in segments})
+
+
+def _stored(store: LogStore, segment: Segment) -> dict[str, int] | None:
+    """What the census needs of a segment's files: a row naming its files needs only theirs, looked up by
+    name; the folder is listed when the row names none, or when none of its files is there, to tell a
+    segment gone (or emptied) from one whose files differ (`core.damage.census`)."""
+    if segment.files:
+        found = store.file_sizes(segment.path, [f.name for f in segment.files])
+        if found:
+            return found
+    return store.segment_files(segment.path)
 
 
 def refuse_damaged(store: LogStore, name: str, segments: list[Segment]) -> None:

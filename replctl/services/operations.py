@@ -18,7 +18,7 @@ from __future__ import annotations
 import getpass
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -58,6 +58,7 @@ class OperationContext:
     tokens: dict[str, int] = field(default_factory=dict)
     steps: int = 0
     incomplete: bool = False
+    closing: tuple[str, dict[str, Any]] | None = None
 
     def mark_incomplete(self) -> None:
         """Part of the work waits (exit 5); the journal records the outcome `incomplete`."""
@@ -91,18 +92,34 @@ class OperationContext:
 
     def release(self, resource: str) -> None:
         """Give back one lease before the operation ends (BK1: a backup holds its location's lease only while
-        the catalog is read). Later transactions no longer check it; a dry run holds none."""
+        the catalog is read). Later transactions no longer check it; a dry run holds none.
+
+        `LockHeld` (exit 4, the fencing check's) when the lease was no longer this operation's: what was read
+        or checked under it may have changed under another holder, so the caller must not go on with it. A
+        lease still current when given back was held without a break since it was granted (tokens only
+        grow), so this one check stands for a fencing check of every read in between."""
         token = self.tokens.pop(resource, None)
         if token is None:
             return
         with self.catalog.transaction() as tx:
-            tx.release_lease(resource, token)
+            if not tx.release_lease(resource, token):
+                # No longer current: the fencing check refuses, saying who took the lease over.
+                tx.check_lease(resource, token)
 
     def step(self, tx: CatalogTransaction, name: str, detail: dict[str, Any] | None = None) -> None:
         """Journal a completed step in the same transaction as its effect."""
         if self.id is not None:
             tx.record_step(self.id, name, detail or {})
         self.steps += 1
+
+    def closing_step(self, name: str, detail: dict[str, Any] | None = None) -> None:
+        """Journal the operation's last step in the transaction that ends it, with its outcome and the
+        release of its leases, after the same fencing check as any of its commits (`operation`).
+
+        For a last step whose effect lies outside the catalog (a backup's manifest, BK1), so that no state
+        change has to commit with it: one catalog commit, and its disk flush, fewer. Call it last in the body;
+        a dry run journals nothing."""
+        self.closing = (name, detail or {})
 
     def set_plan(self, plan: dict[str, Any]) -> None:
         """Record the plan the operation is about to execute."""
@@ -217,15 +234,12 @@ def operation(
         return body(OperationContext(catalog, None, True))
     mode = _PLAN_MODE.get()
     args = _acting_args(mode, command, args)
-    with catalog.transaction() as tx:
-        op_id = tx.begin_operation(command, args, current_actor(), socket.gethostname(), reason)
-    _announce(op_id, command)
-    ctx = OperationContext(catalog, op_id, False)
+    op_id, ctx = _begin(catalog, command, args, reason, resources)
     outcome, error = "failed", None
     keeper: LeaseKeeper | None = None
-    crashed = False
+    crashed = finished = False
     try:
-        _take_leases(ctx, op_id, resources)
+        _announce(op_id, command)
         keeper = LeaseKeeper(catalog, ctx.tokens, LEASE_TTL_SECONDS)
         keeper.start()
         if mode is not None:
@@ -234,6 +248,9 @@ def operation(
         result = body(ctx)
         hit("operation.before-finish")
         outcome = "incomplete" if ctx.incomplete else "succeeded"
+        if ctx.closing is not None:
+            _finish_checked(ctx, op_id, outcome)
+            finished = True
         return result
     except FailpointCrash:
         # A simulated power cut (`REPLCTL_FAILPOINT_MODE=raise`, REP3): a killed process journals no outcome
@@ -262,12 +279,12 @@ def operation(
     finally:
         if keeper is not None:
             keeper.stop()  # a dead process renews nothing either
-        if not crashed:
+        if not crashed and not finished:
             _finish(ctx, op_id, outcome, error)
 
 
 def record_refusal(
-    catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None, refusal: Refused
+    catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None, refusal: Refused | LockHeld
 ) -> str:
     """Journal a refusal that came before any operation began, as an operation with outcome `refused`.
 
@@ -282,24 +299,61 @@ def record_refusal(
     return op_id
 
 
-def _take_leases(ctx: OperationContext, op_id: str, resources: list[str]) -> None:
-    """Take the lease of every resource for operation `op_id`, recording the fencing tokens in `ctx`."""
-    # Sorted so that two operators asking for the same pair agree on the order.
-    for resource in sorted(set(resources)):
-        with ctx.catalog.transaction() as tx:
-            # The holder names this process, so that a re-run after a crash can tell it died.
-            ctx.tokens[resource] = tx.acquire_lease(
-                resource, ctx.catalog.holder_name(current_actor()), op_id, LEASE_TTL_SECONDS
-            )
+def _begin(
+    catalog: Catalog, command: str, args: dict[str, Any], reason: str | None, resources: list[str]
+) -> tuple[str, OperationContext]:
+    """Journal the operation as running and take the lease of every resource, in one transaction: one commit
+    (and one disk flush) for what took one per lease and one for the journal row.
+
+    When a lease is held by another operation nothing of that commits, and the refusal is journalled on its
+    own (`record_refusal`), as `ops list` showed it when the row came first: an operation refused (exit 4).
+    """
+    actor = current_actor()
+    try:
+        with catalog.transaction() as tx:
+            op_id = tx.begin_operation(command, args, actor, socket.gethostname(), reason)
+            # Sorted so that two operators asking for the same pair agree on the order. The holder names this
+            # process, so that a re-run after a crash can tell it died.
+            holder = catalog.holder_name(actor)
+            tokens = {
+                resource: tx.acquire_lease(resource, holder, op_id, LEASE_TTL_SECONDS)
+                for resource in sorted(set(resources))
+            }
+    except LockHeld as exc:
+        with suppress(ReplctlError):  # the refusal matters more than a failure to journal it
+            record_refusal(catalog, command=command, args=args, reason=reason, refusal=exc)
+        raise
+    return op_id, OperationContext(catalog, op_id, False, tokens)
+
+
+def _finish_checked(ctx: OperationContext, op_id: str, outcome: str) -> None:
+    """End an operation that has a closing step (`OperationContext.closing_step`): its fencing tokens checked,
+    then the step, the release of its leases and its outcome, in one transaction. `LockHeld` (exit 4) when a
+    lease was lost; then `_finish` journals the refusal and the step, whose effect is done either way."""
+    with ctx.catalog.transaction() as tx:
+        for resource, token in ctx.tokens.items():
+            tx.check_lease(resource, token)
+        _close(tx, ctx, op_id, outcome, None)
+    ctx.steps += 1
 
 
 def _finish(ctx: OperationContext, op_id: str, outcome: str, error: dict[str, Any] | None) -> None:
     """Release the leases of operation `op_id` and journal how it ended, in one transaction."""
     try:
         with ctx.catalog.transaction() as tx:
-            for resource, token in ctx.tokens.items():
-                tx.release_lease(resource, token)
-            tx.finish_operation(op_id, outcome, error)
+            _close(tx, ctx, op_id, outcome, error)
     except ReplctlError:
         # The original error matters more; an expired lease is collected by the next holder.
         pass
+
+
+def _close(
+    tx: CatalogTransaction, ctx: OperationContext, op_id: str, outcome: str, error: dict[str, Any] | None
+) -> None:
+    """In `tx`: the closing step (its effect happened whatever the outcome), the leases given back, the end."""
+    if ctx.closing is not None:
+        name, detail = ctx.closing
+        tx.record_step(op_id, name, detail)
+    for resource, token in ctx.tokens.items():
+        tx.release_lease(resource, token)
+    tx.finish_operation(op_id, outcome, error)

@@ -299,6 +299,11 @@ class LogStore(Protocol):
         """The data files of the segment at `relative` with their sizes, None when it is not there."""
         ...
 
+    def file_sizes(self, relative: str, names: Sequence[str]) -> dict[str, int]:
+        """Those of the data files `names` of the segment at `relative` that are there, with their sizes as
+        `segment_files` gives them, found without listing the segment."""
+        ...
+
     def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
         """Copy a segment within the store (only the files `names`, when given)."""
         ...

@@ -107,6 +107,10 @@ class FakeStore:
         rows = self.segments.get(relative)
         return None if rows is None else {DATA_FILE: len(rows)}
 
+    def file_sizes(self, relative: str, names: Sequence[str]) -> dict[str, int]:
+        """The segment's one data file when it is among `names`, as `segment_files` gives it."""
+        return {name: size for name, size in (self.segment_files(relative) or {}).items() if name in names}
+
     def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
         """Copy a segment's events to another path."""
         self.segments[dst_rel] = [dict(e) for e in self.segments[src_rel]]

@@ -8,13 +8,18 @@ waits (exit 4) until the backup no longer needs their files.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clitool import Replctl
 
 from replctl import failpoints
+from replctl.services import backups as backup_service
+from replctl.services.damage import refuse_damaged
 
 pytestmark = [pytest.mark.spark]
 
@@ -114,3 +119,52 @@ def test_bk1_a_prune_waits_while_a_restore_copies_the_backup_in(rc: Replctl) -> 
     assert str(refusal["message"]).startswith("backups:A is held by ")
     assert rc.keys("A") == ["a1"]
     assert _backups_of(rc, "A") == [(made["id"], 1, 1)]
+
+
+def test_bk1_a_backup_whose_location_lease_is_taken_over_during_its_census_stops_before_copying(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # BK1: the catalog read and the census (DR0) stand only if A's lease was held throughout. The read is a
+    # snapshot that commits nothing, so giving the lease back is the check. Here, while the census runs, A's
+    # lease runs out and another operator (an append) takes it over and gives it back: the backup must not
+    # go on (it used to, the lease having been checked only when the read committed, before the census).
+    rc.append("A", "a1")
+    granted: list[int] = []
+
+    def expire_take_over_then_census(*args: Any) -> None:
+        with sqlite3.connect(rc.root / "catalog.db") as db:
+            granted.extend(db.execute("SELECT token FROM leases WHERE resource = 'location:A'").fetchone())
+            db.execute(
+                "UPDATE leases SET expires_at = '2000-01-01 00:00:00.000000' WHERE resource = 'location:A'"
+            )
+        rc.append("A", "a2")
+        refuse_damaged(*args)
+
+    monkeypatch.setattr(backup_service, "refuse_damaged", expire_take_over_then_census)
+    refused = rc.json("backup", "create", "A", expect=4)["error"]
+    assert len(granted) == 1
+    ops = rc.json("ops", "list", "--limit", "2")["operations"]
+    assert [(op["command"], op["outcome"]) for op in ops] == [
+        ("log append", "succeeded"),
+        ("backup create", "refused"),
+    ]
+    with sqlite3.connect(rc.root / "catalog.db") as db:
+        holder, since = db.execute(
+            "SELECT holder, acquired_at FROM leases WHERE resource = 'location:A'"
+        ).fetchone()
+    at = datetime.fromisoformat(since).strftime("%Y-%m-%d %H:%M:%SZ")
+    assert refused == {
+        "code": "lock-held",
+        "message": f"the lease on location:A (token {granted[0]}) was taken over by {holder} (operation "
+        f"{ops[0]['id']}) at {at}; this operation may no longer change it",
+        "hint": f"see: replctl ops show {ops[0]['id']}",
+        "details": {
+            "resource": "location:A",
+            "token": granted[0],
+            "holder": holder,
+            "operation_id": ops[0]["id"],
+            "since": datetime.fromisoformat(since).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        },
+    }
+    assert rc.json("backup", "list")["backups"] == []  # nothing copied, no manifest
+    assert rc.keys("A") == ["a1", "a2"]

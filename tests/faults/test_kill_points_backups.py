@@ -123,3 +123,25 @@ def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rer
     lost, duplicated = lost_and_duplicated(expected["logs"], got["logs"])
     assert (lost, duplicated) == (0, 0)
     REPORT.add(Survived(SUITE, command[0], failpoint, mode, len(orphans), lost, duplicated))
+
+
+def test_a_backup_dead_after_its_manifest_is_listed_whole_and_a_rerun_reuses_every_copy(
+    worlds: dict[tuple[str, ...], tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    # BK1, issue 16: the backup step is journalled with the operation's end, so a crash after the manifest
+    # leaves a backup that is complete (listed, verified) and an operation that journalled no step; the re-run
+    # takes its leases over and makes a backup of the same state from the copies already there.
+    template, expected = worlds[BACKUP]
+    world = World.copy_of(template, tmp_path / "world")
+    [dead] = crash_in_process(world, BACKUP, "operation.before-finish")
+    assert sorted(world.held_leases()) == ["backups:B"]  # the location's was given back after the read
+    rc = world.tool()
+    [listed] = rc.json("backup", "list")["backups"]
+    assert (listed["location"], listed["segments"], listed["segments_reused"]) == ("B", 2, 0)
+    assert rc.json("backup", "verify")["ok"]
+    assert rc.json("ops", "show", dead)["operation"]["steps"] == []
+    [again] = rc.json("backup", "create", "B")["backups"]
+    assert (again["segments"], again["segments_reused"], again["copied"]) == (2, 2, [])
+    assert_taken_over(rc, dead)
+    assert world.held_leases() == []
+    assert observe(rc)["logs"] == expected["logs"]

@@ -17,7 +17,10 @@ import pytest
 from clitool import Replctl
 
 from replctl import failpoints
+from replctl.adapters.catalog import migrate
+from replctl.adapters.catalog.repository import Catalog
 from replctl.services import operations
+from replctl.services.lease_keeper import LeaseKeeper
 
 TTL_SECONDS = 0.6
 
@@ -70,3 +73,32 @@ def test_issue15_6_a_job_outliving_its_lease_ttl_keeps_the_lease_and_another_ope
     assert ("connection-added", "A", "C") not in changes
     ops = rc.json("ops", "list", "--limit", "2")["operations"]
     assert sorted(op["outcome"] for op in ops) == ["refused", "succeeded"]
+
+
+def test_an_operation_that_ends_before_a_renewal_is_due_opens_no_second_catalog_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 16: the keeper's engine of its own is opened only when a renewal is due; opening it for every
+    # operation cost each one ~2 ms of CPU beside its own work, for renewals nearly none of them makes.
+    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    migrate.upgrade(url)
+    opened: list[str] = []
+    reopen = Catalog.reopen
+
+    def recording_reopen(self: Catalog) -> Catalog:
+        opened.append(self.url)
+        return reopen(self)
+
+    monkeypatch.setattr(Catalog, "reopen", recording_reopen)
+    with Catalog(url) as catalog:
+        keeper = LeaseKeeper(catalog, {}, ttl_seconds=60)
+        keeper.start()
+        keeper.stop()
+        assert opened == []
+        keeper = LeaseKeeper(catalog, {}, ttl_seconds=0.03)
+        keeper.start()
+        deadline = time.monotonic() + 20
+        while not opened and time.monotonic() < deadline:
+            time.sleep(0.01)
+        keeper.stop()
+    assert opened == [catalog.url]  # once a renewal is due, and only once

@@ -5,9 +5,14 @@ fake backup store honest. Sizes differ between the two (the fake counts rows), s
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from replctl.errors import EnvironmentFailure, Refused
 from replctl.services import backups as backup_service
@@ -19,6 +24,41 @@ from services.test_service_stories import _append, _locations, _log, _state
 def _segments(catalog: Catalog, name: str) -> list[str]:
     with catalog.transaction(readonly=True) as tx:
         return [s.path for s in tx.segments(name)]
+
+
+@contextmanager
+def _catalog_writes(engine: Engine) -> Iterator[list[list[str]]]:
+    """The catalog writes committed on `engine` inside the block: per transaction that wrote, its statements
+    as "INSERT table" / "UPDATE table" / "DELETE table", in order. Snapshots that wrote nothing are left out:
+    a commit with nothing written flushes nothing to disk."""
+    committed: list[list[str]] = []
+    current: list[str] = []
+
+    def executed(conn: Any, cursor: Any, sql: str, *args: Any) -> None:
+        found = re.match(r"\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", sql)
+        if found:
+            current.append(f"{found[1].split()[0]} {found[2]}")
+
+    def commit(conn: Any) -> None:
+        if current:
+            committed.append(current.copy())
+        current.clear()
+
+    def rollback(conn: Any) -> None:
+        current.clear()
+
+    listeners: list[tuple[str, Callable[..., None]]] = [
+        ("before_cursor_execute", executed),
+        ("commit", commit),
+        ("rollback", rollback),
+    ]
+    for name, listener in listeners:
+        event.listen(engine, name, listener)
+    try:
+        yield committed
+    finally:
+        for name, listener in listeners:
+            event.remove(engine, name, listener)
 
 
 def _made(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -50,6 +90,32 @@ def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     assert [(b["seq"], b["segments"], b["segments_reused"]) for b in listed] == [(2, 1, 0), (3, 2, 1)]
     checked = backup_service.verify(backups, []).to_json()["backups"]
     assert [(b["id"], b["ok"], b["problems"]) for b in checked] == [(b["id"], True, []) for b in listed]
+
+
+def test_an_incremental_backup_writes_the_catalog_three_times_bk1_issue_16(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    # Each catalog commit that writes waits for the disk (SQLite's WAL, PostgreSQL's): an incremental backup
+    # was six of them. Now: the journal row with both leases; the location's lease given back once the catalog
+    # is read (BK1), the read a snapshot; the journal's step with the end of the operation and its last lease.
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1")
+    backup_service.create(catalog, plane.store, backups, ["A"])
+    _append(catalog, plane, "A", "a2")
+    with _catalog_writes(catalog.engine) as writes:  # type: ignore[attr-defined]
+        [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
+    assert writes == [
+        ["INSERT operations", "UPDATE leases", "UPDATE leases"],
+        ["UPDATE leases"],
+        ["INSERT operation_steps", "UPDATE leases", "UPDATE operations"],
+    ]
+    with catalog.transaction(readonly=True) as tx:
+        [op] = tx.operations(limit=1)
+    assert (op.command, op.outcome, [(s.name, s.detail) for s in op.steps]) == (
+        "backup create",
+        "succeeded",
+        [("backup", {"id": made["id"], "segments": 2, "reused": 1})],
+    )
 
 
 def test_verify_reports_a_missing_copy_and_a_restore_from_it_changes_nothing(
