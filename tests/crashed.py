@@ -13,7 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+from clitool import Replctl
 from sqlalchemy import create_engine, text
+
+from replctl.failpoints import FailpointCrash
 
 
 def _pid_that_cannot_exist() -> int:
@@ -50,3 +54,14 @@ def died(db_url: str) -> list[str]:
     finally:
         engine.dispose()
     return sorted(running)
+
+
+def killed(rc: Replctl, monkeypatch: pytest.MonkeyPatch, point: str, *args: str) -> list[str]:
+    """Run `replctl ARGS` killed at failpoint `point`, as a power cut there would, then `died`: what the next
+    command meets. Returns `died`'s operations left running."""
+    with monkeypatch.context() as env:
+        env.setenv("REPLCTL_FAILPOINT", point)
+        env.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+        with pytest.raises(FailpointCrash):
+            rc(*args, expect=None)
+    return died(rc.db_url)

@@ -25,7 +25,7 @@ from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState
-from replctl.errors import InvalidInput, Refused, UnknownName
+from replctl.errors import InvalidInput, LockHeld, Refused, UnknownName
 from replctl.services.lookup import get_location
 from replctl.services.operations import (
     TOPOLOGY,
@@ -151,6 +151,39 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
     }
 
 
+def refuse_history_into_recovering(tx: CatalogTransaction, changes: tuple[Change, ...]) -> None:
+    """Exit 4 (`recovering`, DR0) when a new connection would merge an ADD3 baseline (`--history current` or
+    `none`) into a location that is recovering, dry run and run alike.
+
+    While Y recovers its CVV is what survived the loss (DR1), not what Y knew: ADD3's "foreign" entries,
+    computed against it, would include origins Y knew up to the loss, and merging them into CVV, DVV and
+    baseline would declare Y's own history of them deleted. Event recovery then drops (CF1) the events the
+    sources still store, and its report of what was lost, measured against that CVV, says nothing. Nothing may
+    be merged into Y's clocks outside the recovery (DR0, DR1); as replication into Y, the change waits for
+    the recovery's end. A `complete` connection merges nothing (ADD1's start rule only reads CVV-Y, and a
+    smaller CVV only keeps it pending longer), and the recovery decides about its source like any neighbour
+    (DR3-DR5), so it stays allowed.
+    """
+    for change in changes:
+        mode = change.history or HistoryMode.COMPLETE
+        if change.kind is not ChangeKind.CONNECTION_ADDED or mode is HistoryMode.COMPLETE:
+            continue
+        assert change.source is not None and change.target is not None
+        target = tx.location(change.target)
+        if target is None or target.state is not LocationState.RECOVERING:
+            continue
+        vector = "DVV" if mode is HistoryMode.CURRENT else "CVV"
+        raise LockHeld(
+            f"{target.name} is recovering; --history {mode.value} would merge the entries of "
+            f"{vector}-{change.source} that {target.name}'s CVV lacks, but until the recovery ends that CVV "
+            f"holds only what survived the loss, so events {target.name} held before it would be given up "
+            f"unreported; nothing is merged into it until recovery ends (DR0, DR1, ADD3)",
+            code="recovering",
+            hint=f"finish it: replctl recover location {target.name}; then add the connection again",
+            details={"location": target.name, "source": change.source, "history": mode.value},
+        )
+
+
 def _run(
     catalog: Catalog,
     *,
@@ -167,6 +200,7 @@ def _run(
         with ctx.transaction() as tx:
             decision = plan(load_state(tx), tx)
             raise_violations(decision.violations)
+            refuse_history_into_recovering(tx, decision.changes)
             warnings = tuple(v for v in decision.violations if v.warning)
             if ctx.dry_run:
                 return TopologyOutcome(

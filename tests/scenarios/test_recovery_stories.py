@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from clitool import Replctl
-from crashed import died
+from crashed import killed
 
 pytestmark = pytest.mark.spark
 
@@ -142,20 +144,13 @@ def test_recovery_runs_in_two_rounds_when_the_second_source_qualifies_only_after
 def test_appends_to_a_recovering_location_are_refused_with_exit_4(
     rc: Replctl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from replctl.failpoints import FailpointCrash
-
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
     rc.append("A", "a1", "a2")
     rc("replicate")
     rc("drill", "disaster", "A", "--from", "2")
-    monkeypatch.setenv("REPLCTL_FAILPOINT", "recover.after-metadata")
-    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
-    with pytest.raises(FailpointCrash):
-        rc("recover", "location", "A", expect=None)
-    died(rc.db_url)
-    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    killed(rc, monkeypatch, "recover.after-metadata", "recover", "location", "A")
     assert rc.location("A")["state"] == "recovering"
     doc = rc.json("log", "append", "A", "--event", '{"key": "no"}', expect=4)
     assert doc["error"]["code"] == "recovering"
@@ -354,8 +349,6 @@ def test_a_recovery_resumed_after_a_kill_still_names_everything_lost_for_good_dr
 ) -> None:
     # a2, a3 never reached B and are lost with A's store. The killed run committed A's recomputed CVV (DR1);
     # the re-run resumes from there, but what is lost is still measured against A's CVV before the loss.
-    from replctl.failpoints import FailpointCrash
-
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
@@ -363,12 +356,7 @@ def test_a_recovery_resumed_after_a_kill_still_names_everything_lost_for_good_dr
     rc("replicate")
     rc.append("A", "a2", "a3")
     rc("drill", "disaster", "A", "--from", "2")
-    monkeypatch.setenv("REPLCTL_FAILPOINT", point)
-    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
-    with pytest.raises(FailpointCrash):
-        rc("recover", "location", "A", expect=None)
-    died(rc.db_url)
-    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    killed(rc, monkeypatch, point, "recover", "location", "A")
     planned = rc.json("recover", "location", "A", "--dry-run")
     doc = rc.json("recover", "location", "A")
     assert (planned["lost"], doc["lost"]) == ({"A": [2, 3]}, {"A": [2, 3]})
@@ -395,3 +383,79 @@ def test_a_recovery_that_gets_everything_back_reports_nothing_lost_though_own_or
     done = rc.json("recover", "location", "A")
     assert (plan["lost"], done["lost"]) == ({}, {})
     assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 3, "a2"), ("B", 1, "b1")]
+
+
+KEYS = ["a1", "a2", "a3", "a4", "a5", "a6"]
+
+
+@pytest.mark.parametrize(
+    "connect",
+    [
+        ("X", "Y", "--history", "current"),
+        ("X", "Y", "--history", "none"),
+        ("Y", "X", "--both", "--history", "current"),
+    ],
+)
+def test_a_history_merge_into_a_recovering_location_is_refused_dr0_so_recovery_gets_everything_back(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, connect: tuple[str, ...]
+) -> None:
+    # Y held a1..a6 of A and lost its whole log; the recovery was killed after its metadata step, so Y is
+    # recovering with CVV {} (DR1). X deleted a1..a3 (DVV-X {A:3}). Merged then, ADD3 took origin A for
+    # foreign and gave up a1..a3 at Y (CF1 dropped them from B), with `"lost": {}`. Refused (DR0), the
+    # recovery brings a1..a6 back from B, and the connection added afterwards merges nothing.
+    for name in "ABYX":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "Y", "--both")
+    rc("topology", "add", "A", "X")
+    rc.append("A", *KEYS)
+    rc("replicate")
+    rc("delete", "X", "--upto", "3")
+    rc("drill", "disaster", "Y", "--from", "1")
+    killed(rc, monkeypatch, "recover.after-metadata", "recover", "location", "Y")
+    assert (rc.location("Y")["state"], rc.location("Y")["cvv"]) == ("recovering", {})
+    before = rc.snapshot()
+
+    planned = rc.json("topology", "add", *connect, "--dry-run", expect=4)
+    refused = rc.json("topology", "add", *connect, expect=4)
+    plan = tmp_path / "plan.json"
+    rc("--plan-out", str(plan), "topology", "add", *connect, expect=4)
+    mode = connect[-1]
+    vector = "DVV" if mode == "current" else "CVV"
+    assert planned["error"] == refused["error"]
+    assert refused["error"] == {
+        "code": "recovering",
+        "message": (
+            f"Y is recovering; --history {mode} would merge the entries of {vector}-X that Y's CVV lacks, "
+            "but until the recovery ends that CVV holds only what survived the loss, so events Y held before "
+            "it would be given up unreported; nothing is merged into it until recovery ends (DR0, DR1, ADD3)"
+        ),
+        "hint": "finish it: replctl recover location Y; then add the connection again",
+        "details": {"location": "Y", "source": "X", "history": mode},
+    }
+    assert not plan.exists()
+    text = rc("topology", "add", *connect, expect=4)
+    assert "DR0" in text.stdout + text.stderr
+    assert "hint: finish it: replctl recover location Y" in text.stdout + text.stderr
+    after = rc.snapshot()
+    assert after["status"]["locations"] == before["status"]["locations"]
+    assert after["status"]["connections"] == before["status"]["connections"]
+    assert after["history"] == before["history"]
+
+    doc = rc.json("recover", "location", "Y")
+    assert doc["rounds"] == [{"round": 1, "sources": ["B"], "written": 6}]
+    assert (doc["refused"], doc["lost"]) == ([], {})
+    assert rc.stored("Y") == [("A", t, k) for t, k in enumerate(KEYS, start=1)]
+    assert rc.location("Y")["state"] == "active"
+    assert (rc.location("Y")["cvv"], rc.location("Y")["dvv"]) == ({"A": 6}, {})
+
+    # Recovered, Y's knowledge of A is its own again: A is not foreign (ADD3), so nothing is merged.
+    added = rc.json("topology", "add", *connect)
+    assert {(c["source"], c["target"]): (c["state"], c["baseline"]) for c in added["connections"]} == {
+        **({("Y", "X"): ("active", {})} if "--both" in connect else {}),
+        ("X", "Y"): ("active", {}),
+    }
+    rc("replicate")
+    assert rc.stored("Y") == [("A", t, k) for t, k in enumerate(KEYS, start=1)]
+    assert rc.location("Y")["dvv"] == {}
+    assert rc.json("log", "verify")["ok"]

@@ -281,6 +281,9 @@ class ReferenceModel:
         refusal = self.violation(edges, filtered, filters, self.groups)  # F2: a reconnect is checked too
         if refusal:
             return Outcome(3, refusal)
+        if history != "complete" and any(self.locations[t].state == RECOVERING for _, t in pairs):
+            # DR0, DR1: an ADD3 merge against the CVV a recovery reset would give up what A held before the loss.
+            return Outcome(4, "recovering")
         self.edges, self.filtered = edges, filtered
         self._add_connections(pairs, history, filter_expr)
         return DONE
