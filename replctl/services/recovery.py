@@ -387,6 +387,8 @@ def _recover_metadata(
             identity_origins=clk.identity_origins,
         )
     hit("recover.before-metadata")  # survivors of a straddling segment written, catalog not yet
+    # Their inventory reads and hashes the files: before the write lock, not under it.
+    files = engine.record_files(out_rel) if out_rel is not None else None
     survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])
     last_survivor = max(
         [loc.deleted_upto, *(s.seq_hi for s in split.keep), kept_stats.seq_hi if kept_stats else 0]
@@ -406,7 +408,7 @@ def _recover_metadata(
         gone = [*split.lost, *([split.straddle] if split.straddle else [])]
         tx.delete_segments([s.id for s in gone])
         if kept_stats is not None and out_rel is not None:
-            tx.add_written_segment(loc.name, out_rel, kept_stats, ctx.id, engine.record_files(out_rel))
+            tx.add_written_segment(loc.name, out_rel, kept_stats, ctx.id, files)
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
         recovering = dr.recovering(loc, clock, last_survivor)

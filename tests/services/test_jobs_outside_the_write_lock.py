@@ -1,0 +1,108 @@
+"""No data-plane job and no read of the store's files runs while a writing catalog transaction is open.
+
+A writing transaction holds the catalog's write lock from its start (SQLite BEGIN IMMEDIATE, PostgreSQL's
+advisory lock, `adapters.catalog.engine.take_write_lock`); a job inside it holds every other operator's catalog
+write off for the job's length, and on SQLite they give up after the 30 s busy timeout with exit 6. Each story
+runs a command through the services on a plane that, at every job and every file read, asks the real SQLite
+catalog file whether a writer holds it (BEGIN IMMEDIATE without waiting, on a connection of its own) and
+records the call when one does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any, cast
+
+from sqlalchemy.engine import make_url
+
+from replctl.services import compaction, deletion, replication, topology
+from replctl.services.ports import Catalog, DataPlane
+from services.test_service_stories import _append, _locations, _log
+
+# Store calls that only name a path or say what the store is: no file is read.
+_PURE = frozenset({"new_segment_path", "uri", "local_path", "marker_uri", "root", "is_local"})
+
+
+class WriteLockWatch:
+    """A data plane (and its store) that records each call made while the catalog's write lock is held."""
+
+    def __init__(self, plane: DataPlane, catalog: Catalog) -> None:
+        database = make_url(catalog.url).database
+        assert database, catalog.url
+        self._database = database
+        self.plane = cast(DataPlane, _Watched(plane, self, "plane"))
+        self.under_lock: list[str] = []
+
+    def held(self) -> bool:
+        """Whether a writing transaction holds the catalog's write lock now."""
+        probe = sqlite3.connect(self._database, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                return True
+            raise
+        else:
+            probe.execute("ROLLBACK")
+            return False
+        finally:
+            probe.close()
+
+
+class _Watched:
+    """`target` with each public method call first checked against the write lock."""
+
+    def __init__(self, target: Any, watch: WriteLockWatch, label: str) -> None:
+        self._target, self._watch, self._label = target, watch, label
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if name == "store":
+            return _Watched(value, self._watch, "store")
+        if name.startswith("_") or name in _PURE or not callable(value):
+            return value
+        return self._checked(f"{self._label}.{name}", value)
+
+    def _checked(self, what: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            if self._watch.held():
+                self._watch.under_lock.append(what)
+            return call(*args, **kwargs)
+
+        return checked
+
+
+def test_an_append_reads_its_new_files_before_the_write_lock(catalog: Catalog, plane: DataPlane) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A")
+    _append(catalog, watch.plane, "A", "a1", "a2")
+    assert watch.under_lock == []
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (2, "A", 2, {"A": 2}, "a2")]
+
+
+def test_a_deletion_through_a_segment_reads_its_survivors_before_the_write_lock(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B")
+    _append(catalog, watch.plane, "A", "e1", "e2", "e3")
+    replication.replicate_all(catalog, watch.plane)
+    doc = deletion.delete(catalog, watch.plane, "A", upto=2).to_json()
+    assert watch.under_lock == []
+    assert (doc["deleted_upto"], doc["dvv"], doc["pending"]) == (2, {"A": 2}, False)
+    assert _log(catalog, plane, "A") == [(3, "A", 3, {"A": 3}, "e3")]
+
+
+def test_a_compaction_reads_its_merged_files_before_the_write_lock(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A")
+    for key in ("a1", "a2", "a3"):
+        _append(catalog, watch.plane, "A", key)
+    doc = compaction.compact(catalog, watch.plane, "A").to_json()
+    assert watch.under_lock == []
+    assert (doc["segments_before"], doc["segments_after"]) == (3, 1)
+    assert [e[4] for e in _log(catalog, plane, "A")] == ["a1", "a2", "a3"]
