@@ -285,7 +285,8 @@ def finish_recovery(
     start_own = VectorTime(doc["cvv"])[name]
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
-        with ctx.transaction() as tx:
+        # Reads only, around data-plane jobs (the own origin times stored): no write lock.
+        with ctx.transaction(readonly=True) as tx:
             current = get_location(tx, name)
             others = [x.cvv for x in tx.locations() if x.name != name]
             if kept_own is None:
@@ -319,7 +320,8 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
-    with ctx.transaction() as tx:
+    # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
+    with ctx.transaction(readonly=True) as tx:
         own = loss.own_lost_after(tx, engine, name, before, deleted_own=deleted_own, doc=doc)
         loss.report_lost(tx, name, before, ended.cvv, doc, own=own)
     doc["clock"]["after"] = ended.seq

@@ -104,7 +104,9 @@ def prune(
         everyone = [loc.name for loc in tx.locations()]
 
     def body(ctx: OperationContext) -> dict[str, Any]:
-        with ctx.transaction() as tx:
+        # Reads only, around the census of the logs to rewrite (a listing of every segment's files): no write
+        # lock. The leases held keep every log and clock as read until the rewrites commit.
+        with ctx.transaction(readonly=True) as tx:
             plan = _plan(tx, name, retiring=False)
             _refuse_unless_ok(plan)
             _refuse_damaged_logs(tx, engine, plan)

@@ -16,8 +16,9 @@ from typing import Any, cast
 
 from sqlalchemy.engine import make_url
 
-from replctl.services import compaction, deletion, replication, topology
-from replctl.services.ports import Catalog, DataPlane
+from replctl.services import backups as backup_service
+from replctl.services import compaction, deletion, recovery, replication, restore, retirement, topology
+from replctl.services.ports import BackupStore, Catalog, DataPlane
 from services.test_service_stories import _append, _locations, _log
 
 # Store calls that only name a path or say what the store is: no file is read.
@@ -106,3 +107,53 @@ def test_a_compaction_reads_its_merged_files_before_the_write_lock(
     assert watch.under_lock == []
     assert (doc["segments_before"], doc["segments_after"]) == (3, 1)
     assert [e[4] for e in _log(catalog, plane, "A")] == ["a1", "a2", "a3"]
+
+
+def test_a_recovery_and_its_dry_run_read_the_logs_outside_the_write_lock(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, watch.plane, "A", "a1")
+    replication.replicate_all(catalog, watch.plane)
+    _append(catalog, watch.plane, "A", "a2", "a3")  # one segment; a3 never reaches B
+    recovery.drill(catalog, watch.plane, "A", 3)  # cuts through it: a2 survives
+    plan = recovery.recover(catalog, watch.plane, "A", dry_run=True).to_json()
+    doc = recovery.recover(catalog, watch.plane, "A").to_json()
+    assert watch.under_lock == []
+    # DR0's report of what is lost for good reads the own origin times still stored, run and dry run alike.
+    assert (plan["lost_from"], plan["lost"]) == (doc["lost_from"], doc["lost"]) == (3, {"A": [3, 3]})
+    assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (2, "A", 2, {"A": 2}, "a2")]
+
+
+def test_a_restore_and_its_dry_run_read_the_logs_outside_the_write_lock(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, watch.plane, "A", "a1")
+    backup_service.create(catalog, plane.store, backups, ["A"])
+    _append(catalog, watch.plane, "A", "a2")
+    replication.replicate_all(catalog, watch.plane)
+    plan = restore.restore(catalog, watch.plane, backups, "A", "latest", dry_run=True).to_json()
+    doc = restore.restore(catalog, watch.plane, backups, "A", "latest").to_json()
+    assert watch.under_lock == []
+    assert (plan["lost_from"], plan["lost"]) == (doc["lost_from"], doc["lost"]) == (2, {})
+    assert [(e[1], e[2], e[4]) for e in _log(catalog, plane, "A")] == [("A", 1, "a1"), ("A", 2, "a2")]
+
+
+def test_retiring_and_pruning_a_clock_read_the_logs_outside_the_write_lock(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A", "Z")
+    topology.add_connection(catalog, "Z", "A", both=True)
+    _append(catalog, watch.plane, "Z", "z1")
+    replication.replicate_all(catalog, watch.plane)
+    topology.remove_connection(catalog, "Z", "A", both=True)
+    outcome = retirement.retire(catalog, watch.plane, "Z", prune_clock=True)
+    assert watch.under_lock == []
+    assert outcome.pruning is not None and outcome.pruning["recorded"] is True
+    assert _log(catalog, plane, "A") == [(1, "Z", 1, {}, "z1")]
