@@ -17,7 +17,16 @@ from typing import Any, cast
 from sqlalchemy.engine import make_url
 
 from replctl.services import backups as backup_service
-from replctl.services import compaction, deletion, recovery, replication, restore, retirement, topology
+from replctl.services import (
+    compaction,
+    deletion,
+    recovery,
+    repair,
+    replication,
+    restore,
+    retirement,
+    topology,
+)
 from replctl.services.ports import BackupStore, Catalog, DataPlane
 from services.test_service_stories import _append, _locations, _log
 
@@ -157,3 +166,27 @@ def test_retiring_and_pruning_a_clock_read_the_logs_outside_the_write_lock(
     assert watch.under_lock == []
     assert outcome.pruning is not None and outcome.pruning["recorded"] is True
     assert _log(catalog, plane, "A") == [(1, "Z", 1, {}, "z1")]
+
+
+def test_the_repair_of_a_legacy_pruning_reads_the_store_outside_the_write_lock(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    watch = WriteLockWatch(plane, catalog)
+    _locations(catalog, "A", "Z")
+    topology.add_connection(catalog, "Z", "A")
+    _append(catalog, watch.plane, "Z", "z1")
+    replication.replicate_all(catalog, watch.plane)
+    topology.remove_connection(catalog, "Z", "A")
+    retirement.retire(catalog, watch.plane, "Z", prune_clock=False)
+    # What an earlier replctl journalled for a clock pruning that dropped Z from the vectors too (RET4's repair).
+    with catalog.transaction() as tx:
+        op = tx.begin_operation(repair.LEGACY_PRUNE_COMMAND, {"name": "Z"}, "operator", "host", None)
+        tx.set_plan(op, {"needed": 1})
+        tx.record_step(op, repair.LEGACY_PRUNE_STEP, {"locations": ["A"]})
+        tx.finish_operation(op, "succeeded")
+    doc = repair.repair_pruned_identities(catalog, watch.plane.store)
+    assert watch.under_lock == []
+    assert doc["repaired"] == ["Z"]
+    with catalog.transaction(readonly=True) as tx:
+        retired = tx.location("Z")
+    assert retired is not None and retired.clock_pruned
