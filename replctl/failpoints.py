@@ -53,6 +53,8 @@ POINTS: dict[str, str] = {
     "compact.after-commit": "the merged segment committed in place of its run; the run's files not removed",
     "compact.after-remove": "one run merged and its old files removed; the next run (or --gc) not begun",
     "compact.gc-after-remove": "one orphan folder removed by --gc; the others not yet",
+    "retire.after-scan": "RET1's scan of the stored identities done outside the write lock, the retirement not "
+    "yet decided or recorded: nothing changed",
     "retire.before-prune": "the retirement committed (RET1); the clock pruning (RET2) not begun",
     "prune.after-rewrite": "one log's pruned copies written, the catalog not: orphans",
     "prune.after-commit": "one log's pruned rows and parked CVV[Z] committed; its old files not removed",

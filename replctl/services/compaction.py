@@ -98,9 +98,10 @@ def compact(
                     identity_origins=clk.identity_origins,
                 )
                 hit("compact.after-write")
+                files = engine.record_files(out_rel)  # reads and hashes the merged files: not under the lock
                 with ctx.transaction() as tx:
                     tx.delete_segments([s.id for s in run])
-                    tx.add_written_segment(name, out_rel, stats, ctx.id, engine.record_files(out_rel))
+                    tx.add_written_segment(name, out_rel, stats, ctx.id, files)
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below
                 for seg in run:

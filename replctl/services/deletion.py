@@ -310,6 +310,8 @@ def _apply_cut(
         if rewritten.dropped is not None:
             dropped_lub = dropped_lub | VectorTime(rewritten.dropped.vt_lub)
     hit("delete.after-rewrite")
+    # The survivors' inventory reads and hashes their files: before the write lock, not under it.
+    files = engine.record_files(out_rel) if out_rel is not None else None
     gone = [*segment_cut.drop, *([segment_cut.straddle] if segment_cut.straddle else [])]
     try:
         with ctx.transaction() as tx:
@@ -321,7 +323,7 @@ def _apply_cut(
             hit("delete.in-commit")
             tx.delete_segments([s.id for s in gone])
             if kept is not None and out_rel is not None:
-                tx.add_written_segment(loc.name, out_rel, kept, ctx.id, engine.record_files(out_rel))
+                tx.add_written_segment(loc.name, out_rel, kept, ctx.id, files)
             # DEL2: DVV is the LUB of every physically deleted vt ⊔ identity (RET4).
             updated = replace(
                 current,

@@ -214,10 +214,13 @@ def append(
             out_rel=out_rel,
         )
         hit("append.after-write")
+        # The inventory reads and hashes the new files: before the write lock is taken, not under it (no other
+        # operation touches files no catalog row names yet).
+        files = engine.record_files(out_rel)
         with ctx.transaction() as tx:
             current = get_location(tx, name)
             # EM2: CVV-X := CVV-X ⊔ vt(e) for every new event; their LUB is the last one's vt.
-            tx.add_written_segment(name, out_rel, stats, ctx.id, engine.record_files(out_rel))
+            tx.add_written_segment(name, out_rel, stats, ctx.id, files)
             tx.put_location(replace(current, seq=stats.seq_hi, cvv=current.cvv | VectorTime(stats.vt_lub)))
             # The step commits with the segment row: a re-run that finds it knows the events are in (REP3).
             ctx.step(

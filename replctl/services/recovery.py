@@ -285,7 +285,8 @@ def finish_recovery(
     start_own = VectorTime(doc["cvv"])[name]
     _event_recovery(ctx, engine, name, accept_loss, doc)
     if ctx.dry_run:
-        with ctx.transaction() as tx:
+        # Reads only, around data-plane jobs (the own origin times stored): no write lock.
+        with ctx.transaction(readonly=True) as tx:
             current = get_location(tx, name)
             others = [x.cvv for x in tx.locations() if x.name != name]
             if kept_own is None:
@@ -319,7 +320,8 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
-    with ctx.transaction() as tx:
+    # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
+    with ctx.transaction(readonly=True) as tx:
         own = loss.own_lost_after(tx, engine, name, before, deleted_own=deleted_own, doc=doc)
         loss.report_lost(tx, name, before, ended.cvv, doc, own=own)
     doc["clock"]["after"] = ended.seq
@@ -387,6 +389,8 @@ def _recover_metadata(
             identity_origins=clk.identity_origins,
         )
     hit("recover.before-metadata")  # survivors of a straddling segment written, catalog not yet
+    # Their inventory reads and hashes the files: before the write lock, not under it.
+    files = engine.record_files(out_rel) if out_rel is not None else None
     survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])
     last_survivor = max(
         [loc.deleted_upto, *(s.seq_hi for s in split.keep), kept_stats.seq_hi if kept_stats else 0]
@@ -406,7 +410,7 @@ def _recover_metadata(
         gone = [*split.lost, *([split.straddle] if split.straddle else [])]
         tx.delete_segments([s.id for s in gone])
         if kept_stats is not None and out_rel is not None:
-            tx.add_written_segment(loc.name, out_rel, kept_stats, ctx.id, engine.record_files(out_rel))
+            tx.add_written_segment(loc.name, out_rel, kept_stats, ctx.id, files)
         for reset in resets:
             tx.put_connection(replace(reset.connection, progress=reset.to))
         recovering = dr.recovering(loc, clock, last_survivor)

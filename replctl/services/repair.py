@@ -67,12 +67,25 @@ def repair_pruned_identities(catalog: Catalog, store: LogStore) -> IdentityRepai
 
     def body(ctx: OperationContext) -> IdentityRepair:
         origins = sorted(p.name for p in prunes)
+        # The store is read first, from a read-only snapshot: reading every segment under the catalog's write
+        # lock would hold every other operator's write off for as long. The leases keep the logs as read; the
+        # writing transaction checks that they are.
+        with ctx.transaction(readonly=True) as tx:
+            read = {loc.name: [s.path for s in tx.segments(loc.name)] for loc in tx.locations()}
+            segments = [s for loc in tx.locations() for s in tx.segments(loc.name)]
+        extents = {seg.path: store.identity_extent(seg, origins) for seg in segments}
         changed_locations, changed_segments = [], 0
         with ctx.transaction() as tx:
             for loc in tx.locations():
+                if [s.path for s in tx.segments(loc.name)] != read.get(loc.name, []):
+                    raise EnvironmentFailure(
+                        f"{loc.name}'s log changed while the repair read it; nothing was changed",
+                        code="concurrent-change",
+                        hint="re-run: replctl db upgrade",
+                    )
                 stored: dict[str, tuple[int, int]] = {}
                 for seg in tx.segments(loc.name):
-                    extent = store.identity_extent(seg, origins)
+                    extent = extents[seg.path]
                     lub = seg.vt_lub.merge({z: hi for z, (_lo, hi) in extent.items()})
                     if lub != seg.vt_lub:
                         tx.set_segment_lub(seg.id, lub)

@@ -110,6 +110,8 @@ def _restore(
             engine, manifest, copies, prune_ids, keys=keys, identity_origins=clk.identity_origins
         )
     hit("restore.after-copy")  # the backup's copies written, the catalog not: orphans
+    # Their inventories read and hash every copied file: before the write lock, not under it.
+    files = {rel: engine.record_files(rel) for rel, _ in copies}
     # BK2: DVV-A and deleted_upto come from the backup (DVV-A keeping the baselines merged since, which no
     # backup holds); a logical deletion asked for since still hides.
     base = replace(
@@ -129,7 +131,7 @@ def _restore(
         if not ctx.dry_run:
             tx.delete_segments([s.id for s in present])
             for rel, s in copies:
-                tx.add_written_segment(name, rel, s, ctx.id, engine.record_files(rel))
+                tx.add_written_segment(name, rel, s, ctx.id, files[rel])
             for reset in resets:
                 tx.put_connection(replace(reset.connection, progress=reset.to))
             restored = dr.recovering(base, clock, manifest.last_seq)

@@ -104,7 +104,9 @@ def prune(
         everyone = [loc.name for loc in tx.locations()]
 
     def body(ctx: OperationContext) -> dict[str, Any]:
-        with ctx.transaction() as tx:
+        # Reads only, around the census of the logs to rewrite (a listing of every segment's files): no write
+        # lock. The leases held keep every log and clock as read until the rewrites commit.
+        with ctx.transaction(readonly=True) as tx:
             plan = _plan(tx, name, retiring=False)
             _refuse_unless_ok(plan)
             _refuse_damaged_logs(tx, engine, plan)
@@ -213,6 +215,12 @@ def _prune_log(ctx: OperationContext, engine: DataPlane, name: str, log: LogPrun
                 hint=f"replctl log verify {log.location}",
             )
     hit("prune.after-rewrite")  # pruned copies written, catalog not yet: they must stay unread
+    # Their inventories read and hash the files: before the write lock, not under it.
+    files = {
+        r.target: engine.record_files(r.target)
+        for r, stat in zip(rewrites, stats, strict=True)
+        if stat is not None
+    }
     with ctx.transaction() as tx:
         current = get_location(tx, log.location)
         present = {s.id for s in tx.segments(log.location)}
@@ -225,9 +233,7 @@ def _prune_log(ctx: OperationContext, engine: DataPlane, name: str, log: LogPrun
         tx.delete_segments(s.id for s in log.rewrite)
         for rewrite, stat in zip(rewrites, stats, strict=True):
             if stat is not None:
-                tx.add_written_segment(
-                    log.location, rewrite.target, stat, ctx.id, engine.record_files(rewrite.target)
-                )
+                tx.add_written_segment(log.location, rewrite.target, stat, ctx.id, files[rewrite.target])
         stored = lub(
             [
                 *(s.vt_lub for s in tx.segments(log.location) if s.id not in {r.id for r in log.rewrite}),

@@ -6,6 +6,7 @@ records the changes and updates the run-time tables in one transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +26,8 @@ from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.retirement import stranded_violation
 from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
 from replctl.core.topology import TopologyState
-from replctl.errors import InvalidInput, LockHeld, Refused, UnknownName
+from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
+from replctl.failpoints import hit
 from replctl.services.lookup import get_location
 from replctl.services.operations import (
     TOPOLOGY,
@@ -191,29 +193,33 @@ def _run(
     args: dict[str, Any],
     reason: str | None,
     dry_run: bool,
-    plan: Any,
+    plan: Callable[[TopologyState, CatalogTransaction], plans.Decision] | None = None,
+    read: Callable[[OperationContext], Callable[[TopologyState, CatalogTransaction], plans.Decision]]
+    | None = None,
     resources: list[str] | None = None,
 ) -> TopologyOutcome:
-    """Shared path of every topology change: decide under the lease, refuse or apply."""
+    """Shared path of every topology change: decide under the lease, refuse or apply.
+
+    `plan` decides inside the writing transaction from the catalog alone. A change that needs the logs read
+    first (RET1's stored identities) gives `read` instead: it runs under the leases but before the writing
+    transaction, so the data-plane job never holds the catalog's write lock (every other operator's write
+    would wait for the job's length, and give up with exit 6 after the busy timeout); it returns the plan,
+    which raises `StaleRead` when the catalog moved under what was read, and the read runs again.
+    """
 
     def body(ctx: OperationContext) -> TopologyOutcome:
-        with ctx.transaction() as tx:
-            decision = plan(load_state(tx), tx)
-            raise_violations(decision.violations)
-            refuse_history_into_recovering(tx, decision.changes)
-            warnings = tuple(v for v in decision.violations if v.warning)
-            if ctx.dry_run:
-                return TopologyOutcome(
-                    True,
-                    decision.changes,
-                    warnings,
-                    tuple(
-                        _dry_start(tx, c) for c in decision.changes if c.kind is ChangeKind.CONNECTION_ADDED
-                    ),
-                )
-            reports = [r for c in decision.changes if (r := _apply(ctx, tx, c, reason)) is not None]
-            ctx.step(tx, "record-changes", {"changes": [c.kind.value for c in decision.changes]})
-            return TopologyOutcome(False, decision.changes, warnings, tuple(reports), ctx.id)
+        for _ in range(READ_ATTEMPTS):
+            decide = read(ctx) if read is not None else plan
+            assert decide is not None
+            try:
+                return _decide_and_apply(ctx, decide, reason)
+            except StaleRead:
+                continue
+        raise EnvironmentFailure(
+            f"the logs {command} reads changed under it {READ_ATTEMPTS} times in a row; nothing was changed",
+            code="concurrent-change",
+            hint=f"re-run: replctl {command} {' '.join(str(v) for v in args.values())}",
+        )
 
     return operation(
         catalog,
@@ -224,6 +230,38 @@ def _run(
         dry_run=dry_run,
         body=body,
     )
+
+
+# How often a change that reads the logs first (`_run`'s `read`) reads them again when another operation
+# moved them meanwhile, before it gives up (nothing changed; exit 6, `concurrent-change`).
+READ_ATTEMPTS = 3
+
+
+class StaleRead(Exception):
+    """What a change read outside the writing transaction no longer matches the catalog: read again."""
+
+
+def _decide_and_apply(
+    ctx: OperationContext,
+    plan: Callable[[TopologyState, CatalogTransaction], plans.Decision],
+    reason: str | None,
+) -> TopologyOutcome:
+    """One writing transaction: decide on the history as it is now, refuse or record the changes."""
+    with ctx.transaction() as tx:
+        decision = plan(load_state(tx), tx)
+        raise_violations(decision.violations)
+        refuse_history_into_recovering(tx, decision.changes)
+        warnings = tuple(v for v in decision.violations if v.warning)
+        if ctx.dry_run:
+            return TopologyOutcome(
+                True,
+                decision.changes,
+                warnings,
+                tuple(_dry_start(tx, c) for c in decision.changes if c.kind is ChangeKind.CONNECTION_ADDED),
+            )
+        reports = [r for c in decision.changes if (r := _apply(ctx, tx, c, reason)) is not None]
+        ctx.step(tx, "record-changes", {"changes": [c.kind.value for c in decision.changes]})
+        return TopologyOutcome(False, decision.changes, warnings, tuple(reports), ctx.id)
 
 
 def _dry_start(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
@@ -275,28 +313,73 @@ def retire_location(
         args={"name": name},
         reason=reason,
         dry_run=dry_run,
-        plan=lambda state, tx: _plan_retire(state, tx, engine, name),
+        read=lambda ctx: _read_for_retire(ctx, engine, name),
         resources=[location_resource(name)],
     )
 
 
-def _plan_retire(
-    state: TopologyState, tx: CatalogTransaction, engine: DataPlane, name: str
-) -> plans.Decision:
-    """RET1 on the topology first (no current connection), then on the logs: retiring must not strand own
-    events no other remaining location stores (`core.retirement.stranded_violation`)."""
-    decision = plans.plan_retire(state, name)
-    if not decision.ok or not decision.changes:
-        return decision
-    locations = tx.locations()
-    elsewhere = [s for x in locations if x.name != name and not x.retired for s in tx.segments(x.name)]
-    mine = tx.segments(name)
+@dataclass(frozen=True)
+class _StoredIdentities:
+    """What RET1's scan found: the own origin times only `name`'s log stores, and the segments it read, by path
+    (a path is fresh for every segment written; a row id is not: SQLite hands a deleted row's id out again)."""
+
+    name: str
+    only_here: tuple[int, ...]
+    mine: frozenset[str]
+    elsewhere: frozenset[str]
+
+    def still_true(self, tx: CatalogTransaction) -> bool:
+        """Whether the scan's answer still holds: the retiring log is as read (its lease keeps it so), and every
+        segment read as storing an event elsewhere is still a segment of a remaining location (segment files
+        never change, so its events are still there). A deletion, compaction or recovery elsewhere that
+        dropped one may have left an own event at `name` alone; segments added meanwhile only store more."""
+        mine = frozenset(s.path for s in tx.segments(self.name))
+        remaining = {
+            s.path
+            for x in tx.locations()
+            if x.name != self.name and not x.retired
+            for s in tx.segments(x.name)
+        }
+        return mine == self.mine and self.elsewhere <= remaining
+
+
+def _read_for_retire(
+    ctx: OperationContext, engine: DataPlane, name: str
+) -> Callable[[TopologyState, CatalogTransaction], plans.Decision]:
+    """RET1 on the logs: read the stored identities in a read-only snapshot and run the scan outside the
+    write lock; the returned plan decides on it in the writing transaction, once it has checked that no
+    segment the scan counted on is gone (`StaleRead` otherwise)."""
+    with ctx.transaction(readonly=True) as tx:
+        decision = plans.plan_retire(load_state(tx), name)
+        if not decision.ok or not decision.changes:
+            # Refused on the topology, or already retired: no scan; the plan decides again under the lock.
+            return lambda state, tx: _plan_retire(state, tx, name, None)
+        locations = tx.locations()
+        elsewhere = [s for x in locations if x.name != name and not x.retired for s in tx.segments(x.name)]
+        mine = tx.segments(name)
     only_here = (
         engine.unheld(mine, seq_from=0, seq_below=None, elsewhere=elsewhere, origin=name).get(name, [])
         if mine
         else []
     )
-    stranded = stranded_violation(locations, tx.connections(), name, only_here)
+    scan = _StoredIdentities(
+        name, tuple(only_here), frozenset(s.path for s in mine), frozenset(s.path for s in elsewhere)
+    )
+    hit("retire.after-scan")
+    return lambda state, tx: _plan_retire(state, tx, name, scan)
+
+
+def _plan_retire(
+    state: TopologyState, tx: CatalogTransaction, name: str, scan: _StoredIdentities | None
+) -> plans.Decision:
+    """RET1 on the topology first (no current connection), then on the logs: retiring must not strand own
+    events no other remaining location stores (`core.retirement.stranded_violation`), as `scan` read them."""
+    decision = plans.plan_retire(state, name)
+    if not decision.ok or not decision.changes:
+        return decision
+    if scan is None or not scan.still_true(tx):
+        raise StaleRead(name)
+    stranded = stranded_violation(tx.locations(), tx.connections(), name, list(scan.only_here))
     return decision if stranded is None else plans.Decision(violations=(stranded,))
 
 

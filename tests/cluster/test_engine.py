@@ -135,20 +135,28 @@ def test_a_version_mismatch_exits_6_with_the_fix(tool: Tool) -> None:
     )
 
 
-def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothing(tool: Tool) -> None:
+def _stop_the_engine_during_a_replicate(tool: Tool, *, filtered: bool) -> tuple[int, str, str, str]:
+    """A, B, C in a chain, a1 and a2 at A; `replicate` on the engine, which is stopped once the first pass has
+    committed, so that the next pass (B→C) meets a dead server. Returns its exit code, stdout, stderr and the
+    engine's address."""
     tool.run("init")
     for name in ("A", "B", "C"):
         tool.run("location", "add", name)
     tool.run("topology", "add", "A", "B")
     tool.run("topology", "add", "B", "C")
-    # Filters make both passes Spark jobs (an unfiltered pass may copy whole segments without one), so the
-    # command holds a session on the engine when the engine goes.
-    tool.run("topology", "filter", "A", "B", "--set", "key in ('e1', 'e2')")
-    tool.run("topology", "filter", "B", "C", "--set", "key in ('e1', 'e2')")
+    if filtered:
+        # The filter is checked on the server before the pass's job runs.
+        tool.run("topology", "filter", "A", "B", "--set", "key in ('e1', 'e2')")
+        tool.run("topology", "filter", "B", "C", "--set", "key in ('e1', 'e2')")
+    else:
+        # Logs that are not empty: an unfiltered pass into an empty log copies whole segments without a job.
+        tool.run("log", "append", "B", "--event", '{"key": "b1"}')
+        tool.run("log", "append", "C", "--event", '{"key": "c1"}')
     tool.run("log", "append", "A", "--event", '{"key": "e1"}', "--event", '{"key": "e2"}')
-    tool.json("engine", "start", "--port", str(free_port()))
-    # The first pass (A→B) commits; the command then waits at the failpoint while the engine is stopped, so
-    # the next pass (B→C) meets a dead server.
+    before = _seq(tool, "B")
+    port = free_port()
+    tool.json("engine", "start", "--port", str(port))
+    # The first pass (A→B) commits; the command then waits at the failpoint while the engine is stopped.
     replicate = subprocess.Popen(
         [sys.executable, "-m", "replctl", "replicate", "--json"],
         env={
@@ -161,18 +169,29 @@ def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothin
         text=True,
     )
     deadline = time.monotonic() + 300
-    while _seq(tool, "B") < 2:
+    while _seq(tool, "B") < before + 2:
         assert time.monotonic() < deadline and replicate.poll() is None, replicate.communicate()
         time.sleep(0.5)
     tool.run("engine", "stop")
     out, err = replicate.communicate(timeout=600)
-    assert replicate.returncode == 6, err
+    return replicate.returncode, out, err, f"sc://127.0.0.1:{port}"
+
+
+ENGINE_LOST_HINT = (
+    "check the engine with `replctl engine status` (and its log); re-run the command: it resumes where this "
+    "one stopped, on local Spark while the engine is down"
+)
+
+
+def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothing(tool: Tool) -> None:
+    code, out, err, address = _stop_the_engine_during_a_replicate(tool, filtered=True)
+    assert code == 6, err
     # The server's absence is the environment's fault (exit 6), never the filter's: B→C is not marked failed.
     assert json.loads(out)["error"] == {
         "code": "spark",
-        "message": "cannot check the filter \"key IN ('e1', 'e2')\": Spark is unreachable "
-        f"(Spark's log: {tool.home / 'engine.log'})",
-        "hint": None,
+        "message": "checking the filter \"key IN ('e1', 'e2')\" failed: the managed Spark engine at "
+        f"{address} stopped answering (Spark's log: {tool.home / 'engine.log'})",
+        "hint": ENGINE_LOST_HINT,
     }
     assert err == ""
     assert [c["state"] for c in tool.json("status")["connections"]] == ["active", "active"]
@@ -182,6 +201,21 @@ def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothin
     assert tool.events("A") == expected
     assert tool.events("B") == expected
     assert tool.events("C") == expected
+
+
+def test_engine_stopped_during_a_pass_is_one_line_naming_it_with_a_hint_never_a_grpc_repr(tool: Tool) -> None:
+    code, out, err, address = _stop_the_engine_during_a_replicate(tool, filtered=False)
+    assert code == 6, err
+    # It used to be "replication pass failed in Spark: <_InactiveRpcError of RPC that terminated with:".
+    assert json.loads(out)["error"] == {
+        "code": "spark",
+        "message": f"replication pass failed: the managed Spark engine at {address} stopped answering "
+        f"(Spark's log: {tool.home / 'engine.log'})",
+        "hint": ENGINE_LOST_HINT,
+    }
+    assert err == ""
+    tool.run("replicate")  # local Spark now: B→C resumes from its committed progress
+    assert [e[3] for e in tool.events("C")] == ["c1", "b1", "e1", "e2"]
 
 
 def _seq(tool: Tool, location: str) -> int:

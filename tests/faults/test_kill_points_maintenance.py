@@ -105,6 +105,7 @@ CASES = [
     ("compact", "compact.gc-after-remove@1", "raise"),  # one orphan collected, the other not
     ("compact", "operation.before-finish", "raise"),
     ("retire", "operation.after-lease", "kill"),  # the retirement's lease held, Z not retired
+    ("retire", "retire.after-scan@2", "raise"),  # RET1's scan done (@1 is the dry run), nothing recorded
     ("retire", "retire.before-prune", "raise"),  # Z retired (RET1), the pruning not begun
     ("retire", "operation.after-lease@2", "raise"),  # the pruning's leases (topology, every location) held
     ("retire", "prune.after-rewrite@1", "raise"),  # A's pruned copies written, catalog not

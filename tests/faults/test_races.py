@@ -237,3 +237,60 @@ def test_issue15_6_status_reads_while_a_replicate_holds_the_write_lock_and_neith
     assert before_b["seq"] == 0
     assert _pass(doc, "A", "B")["written"] == 2
     assert rc.location("B")["seq"] == 2
+
+
+def _z_spread_to_a_and_disconnected(rc: Replctl) -> None:
+    """Z's own z1, z2 stored at Z and at A (one segment there); Z has no current connection, so it may retire."""
+    for name in "ZA":
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "A")
+    rc.append("Z", "z1", "z2")
+    rc("replicate")
+    rc("topology", "remove", "Z", "A")
+
+
+@pytest.mark.timeout(120)
+def test_an_append_elsewhere_commits_while_location_retire_scans_the_stored_identities_ret1(
+    rc: Replctl,
+) -> None:
+    _z_spread_to_a_and_disconnected(rc)
+    # RET1's scan of every stored identity is a data-plane job: a second operator's short write meanwhile
+    # commits at once (it used to wait for the retirement's write lock, then exit 6 after the busy timeout).
+    with failpoints.calling("retire.after-scan", lambda: rc.append("A", "a1")) as ran:
+        doc = rc.json("location", "retire", "Z")
+    assert ran == ["retire.after-scan"]
+    assert [c["kind"] for c in doc["changes"]] == ["location-retired"]
+    assert rc.location("Z")["state"] == "retired"
+    assert rc.keys("A") == ["z1", "z2", "a1"]
+    # Newest first: the append began inside the retirement and ended before it.
+    ops = rc.json("ops", "list", "--limit", "2")["operations"]
+    assert [(op["command"], op["outcome"]) for op in ops] == [
+        ("log append", "succeeded"),
+        ("location retire", "succeeded"),
+    ]
+
+
+@pytest.mark.timeout(120)
+def test_a_deletion_of_the_only_other_copy_during_location_retire_scan_makes_it_read_again_and_refuse_ret1(
+    rc: Replctl,
+) -> None:
+    _z_spread_to_a_and_disconnected(rc)
+    # A has no target, so it may drop z1 at once (DEL3); the scan had counted A's segment as holding z1. The
+    # retirement must not commit on that stale answer (z1 would be stranded at a retired Z): it reads again.
+    with failpoints.calling("retire.after-scan", lambda: rc("delete", "A", "--upto", "1")) as ran:
+        out = rc("location", "retire", "Z", "--json", expect=3)
+    assert ran == ["retire.after-scan"]
+    error = out.doc["error"]
+    assert (error["code"], error["message"]) == (
+        "RET1",
+        "refused [RET1]: Z's own events Z:1 are stored at no other remaining location; a retired location "
+        "may have no connection again (RET1), so they would be stranded and Z's clock could never be pruned "
+        "(RET3)",
+    )
+    assert rc.location("Z")["state"] == "active"
+    assert rc.keys("A") == ["z2"]
+    ops = rc.json("ops", "list", "--limit", "2")["operations"]
+    assert [(op["command"], op["outcome"]) for op in ops] == [
+        ("delete", "succeeded"),
+        ("location retire", "refused"),
+    ]

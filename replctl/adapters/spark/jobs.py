@@ -33,7 +33,7 @@ from replctl.adapters.spark.schema import (
     refuse_missing,
     vt_entries,
 )
-from replctl.adapters.spark.session import failure_log_note, spark_failures, unreachable
+from replctl.adapters.spark.session import connect_lost, spark_failures, unreachable
 from replctl.adapters.spark.transforms import (
     CANDIDATE,
     SKIP_CAUSAL,
@@ -222,10 +222,7 @@ def validate_filter(spark: SparkSession, filter_sql: str) -> None:
         if unreachable(exc):
             # On Spark Connect the analysis is a call to the server: a server that is gone says nothing about
             # the filter, and must not get the connection marked failed for it (issue 14).
-            raise EnvironmentFailure(
-                f"cannot check the filter {filter_sql!r}: Spark is unreachable{failure_log_note()}",
-                code="spark",
-            ) from exc
+            raise connect_lost(f"checking the filter {filter_sql!r}") from exc
         raise BadFilter(f"bad filter {filter_sql!r}: {str(exc).strip().splitlines()[0]}") from exc
     if kind.simpleString() != "boolean":
         raise BadFilter(f"bad filter {filter_sql!r}: it is {kind.simpleString()}, not boolean")

@@ -48,6 +48,12 @@ REMOTE_HINT = (
     "check --spark-remote / REPLCTL_SPARK_REMOTE and that the Spark Connect server runs and is reachable"
 )
 STORE_HINT = "check that the log store has free space and is writable (--store / REPLCTL_STORE)"
+# A Spark Connect server gone in the middle of a command: each step commits on its own, so the re-run resumes.
+ENGINE_LOST_HINT = (
+    "check the engine with `replctl engine status` (and its log); re-run the command: it resumes where this "
+    "one stopped, on local Spark while the engine is down"
+)
+REMOTE_LOST_HINT = f"{REMOTE_HINT}; then re-run the command: it resumes where this one stopped"
 
 # How long a Spark Connect server has to answer before the command gives up (exit 6), leaving room for the
 # command's own start within the ten seconds an operator waits. The client's own retries would otherwise wait
@@ -133,6 +139,8 @@ _session: SparkSession | None = None
 _session_key: tuple[Any, ...] | None = None
 # The log that explains a Spark failure: the driver log of a local JVM, or the managed engine's log.
 _failure_log: Path | None = None
+# The session's Spark Connect server, masked, and whether it is the managed engine; None for a classic session.
+_connect: tuple[str, bool] | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -161,8 +169,9 @@ def get_session(settings: SparkSettings) -> SparkSession:
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
-    global _failure_log
+    global _failure_log, _connect
     _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
+    _connect = (mask_url(settings.remote), settings.managed) if settings.remote else None
     return session
 
 
@@ -385,8 +394,10 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
     try:
         session: SparkSession = builder.getOrCreate()
     except Exception as exc:
+        # A gRPC error's text is its multi-line repr (`<_InactiveRpcError of RPC ...>`): not for the operator.
+        reason = "it does not answer" if unreachable(exc) else _first_line(exc)
         raise EnvironmentFailure(
-            f"cannot reach Spark Connect at {mask_url(settings.remote or '')}: {exc}",
+            f"cannot reach Spark Connect at {mask_url(settings.remote or '')}: {reason}",
             code="spark-unreachable",
             hint=REMOTE_HINT,
         ) from exc
@@ -502,6 +513,8 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
     exception and its causes below; the last `Caused by:` is what went wrong (no space left on the device,
     a read-only file system). A cause in Java's or Hadoop's file classes is the store's fault.
     """
+    if _connect is not None and unreachable(exc):
+        return connect_lost(what)
     text = str(exc).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
@@ -516,6 +529,32 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
             f"{what} failed in the store: {root}{failure_log_note()}", code="store", hint=STORE_HINT
         )
     return EnvironmentFailure(f"{what} failed in Spark: {root}{failure_log_note()}", code="spark")
+
+
+def connect_lost(what: str) -> EnvironmentFailure:
+    """The error (exit 6) for `what` when the session's Spark Connect server stopped answering mid-command.
+
+    The client's error is a gRPC status whose text is a multi-line repr (`<_InactiveRpcError of RPC that
+    terminated with: ...>`), or pyspark's RETRIES_EXCEEDED over one: what the operator needs is which server
+    went, where its log is, and that a re-run resumes.
+    """
+    address, managed = _connect if _connect is not None else ("?", False)
+    if managed:
+        return EnvironmentFailure(
+            f"{what} failed: the managed Spark engine at {address} stopped answering{failure_log_note()}",
+            code="spark",
+            hint=ENGINE_LOST_HINT,
+        )
+    return EnvironmentFailure(
+        f"{what} failed: the Spark Connect server at {address} stopped answering{failure_log_note()}",
+        code="spark",
+        hint=REMOTE_LOST_HINT,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def failure_log_note() -> str:
