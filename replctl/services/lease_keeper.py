@@ -3,8 +3,9 @@
 A lease expires `LEASE_TTL_SECONDS` after it was last granted or renewed; a job that outlives that (a long
 Spark pass) would let another operator take the lease over and find out only when its own commit failed the
 fencing check. The keeper renews every lease the operation holds, from a thread of its own, a few times per
-time to live, until the operation ends. A renewal that finds the lease lost stops renewing it: the fencing
-check at the next commit then refuses the operation, as before.
+time to live, until the operation ends. A renewal that finds the lease lost (taken over) stops renewing it:
+the fencing check at the next commit then refuses the operation, as before. One that finds the catalog busy or
+unreachable tries again at the next tick.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from replctl.errors import ReplctlError
+from replctl.errors import LockHeld, ReplctlError
 from replctl.services.ports import Catalog
 
 # Renewals per time to live: one missed renewal (a slow catalog) still leaves the lease alive.
@@ -60,9 +61,14 @@ class LeaseKeeper:
             try:
                 with catalog.transaction() as tx:
                     tx.renew_lease(resource, token, self._ttl)
-            except ReplctlError:
-                # Lost (taken over) or the catalog unreachable for now: the fencing check at the next
-                # commit decides; a lost lease is not renewed again.
+            except LockHeld:
+                # Taken over: the fencing check at the next commit refuses the operation; a lost lease is
+                # not renewed again.
                 self._lost.add(resource)
                 if on_lost is not None:
                     on_lost(resource)
+            except ReplctlError:
+                # The catalog busy (another writer past the busy timeout) or unreachable for now: the lease
+                # is still ours until it expires, so the next tick tries again; giving up here would let it
+                # run out under a live operation.
+                continue

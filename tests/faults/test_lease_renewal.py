@@ -17,6 +17,7 @@ import pytest
 from clitool import Replctl
 
 from replctl import failpoints
+from replctl.adapters.catalog import engine as catalog_engine
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.repository import Catalog
 from replctl.services import operations
@@ -102,3 +103,55 @@ def test_an_operation_that_ends_before_a_renewal_is_due_opens_no_second_catalog_
             time.sleep(0.01)
         keeper.stop()
     assert opened == [catalog.url]  # once a renewal is due, and only once
+
+
+def test_a_renewal_that_finds_the_catalog_busy_is_tried_again_at_the_next_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another writer holding SQLite's write lock past the busy timeout is a passing condition, not a lost
+    # lease: the keeper must renew at its next tick, or the lease runs out under a live operation.
+    path = tmp_path / "catalog.db"
+    url = f"sqlite:///{path}"
+    migrate.upgrade(url)
+    monkeypatch.setattr(catalog_engine, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    lost: list[str] = []
+    with Catalog(url) as catalog:
+        with catalog.transaction() as tx:
+            token = tx.acquire_lease("topology", "operator@host", "op-1", 60)
+        keeper = LeaseKeeper(catalog, {"topology": token}, ttl_seconds=600)
+        granted = _lease_expiry(path)
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        keeper.renew(catalog, on_lost=lost.append)  # busy past the timeout: nothing renewed
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        assert _lease_expiry(path) == granted
+        keeper.renew(catalog, on_lost=lost.append)
+    assert lost == []
+    assert _lease_expiry(path) > granted  # renewed at the next tick (600 s from now, past the 60 s grant)
+
+
+def test_a_renewal_that_finds_the_lease_taken_over_stops_renewing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "catalog.db"
+    url = f"sqlite:///{path}"
+    migrate.upgrade(url)
+    lost: list[str] = []
+    with Catalog(url) as catalog:
+        with catalog.transaction() as tx:
+            token = tx.acquire_lease("topology", "operator@host", "op-1", 60)
+            tx.release_lease("topology", token)
+            tx.acquire_lease("topology", "other@host", "op-2", 60)
+        keeper = LeaseKeeper(catalog, {"topology": token}, ttl_seconds=600)
+        taken = _lease_expiry(path)
+        keeper.renew(catalog, on_lost=lost.append)
+        keeper.renew(catalog, on_lost=lost.append)
+    assert lost == ["topology"]  # reported once, then left alone
+    assert _lease_expiry(path) == taken  # the other holder's lease is not extended
+
+
+def _lease_expiry(path: Path) -> datetime:
+    with sqlite3.connect(path) as db:
+        (value,) = db.execute("SELECT expires_at FROM leases WHERE resource = 'topology'").fetchone()
+    return datetime.fromisoformat(str(value)).replace(tzinfo=None)
