@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from replctl.adapters.spark.schema import read_events
+from replctl.adapters.spark.session import connect_lost, unreachable
 from replctl.adapters.spark.transforms import covered_by_identity
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
     try:
         events.select(F.count_if(F.coalesce(F.expr(filter_sql), F.lit(False)))).collect()
     except Exception as exc:
+        if unreachable(exc):
+            # A Spark Connect server gone between the two reads says nothing about the filter: the connection
+            # must not be marked failed with the gRPC client's repr as its reason.
+            raise connect_lost(f"checking the filter {filter_sql!r}") from exc
         text = str(exc).strip()
         return text.splitlines()[0] if text else type(exc).__name__
     return None
