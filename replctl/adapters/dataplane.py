@@ -255,13 +255,17 @@ class Engine:
         progress: int,
         filter_sql: str,
         target_cvv: Mapping[str, int] | None = None,
+        *,
+        admission: Sequence[str] = (),
     ) -> str | None:
         """The first line of Spark's error when `filter_sql` fails on the events after `progress` (those CF1
-        does not skip into `target_cvv`, when given), else None."""
+        does not skip into `target_cvv`, when given, and with `admission`, up to RFC2's block), else None."""
         from replctl.adapters.spark.filtercheck import filter_failure
 
         with self._step(f"check the filter on {_named(segments)}") as spark:
-            return filter_failure(spark, self.store, segments, progress, filter_sql, target_cvv)
+            return filter_failure(
+                spark, self.store, segments, progress, filter_sql, target_cvv, admission=admission
+            )
 
     def first_needed(
         self,

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from replctl.core import backups as bk
@@ -66,7 +66,7 @@ def refuse_backup_held(
     tx: CatalogTransaction,
     engine: DataPlane,
     loc: Location,
-    start: VectorTime,
+    start: Callable[[], VectorTime],
     *,
     manifests: Iterable[bk.Manifest] | None,
     restoring: str | None,
@@ -74,11 +74,13 @@ def refuse_backup_held(
     accept_loss: bool,
 ) -> None:
     """BK3: refuse, before anything changes, a recovery that would lose what A's newest backup holds, unless
-    it restores that backup or `accept_loss`. `start` is A's CVV once its survivors are known (DR1)."""
+    it restores that backup or `accept_loss`. `start` gives A's CVV once its survivors are known (DR1); it is
+    asked only when there is a backup to lose (it may read the survivors of a straddling segment)."""
     newest = bk.newest(manifests or [], loc.name)
     if newest is None or newest.id == restoring or accept_loss:
         return
-    lost = loss.unrecovered(loc.cvv, start, _planned(tx, engine, loc.name, start))
+    survived = start()
+    lost = loss.unrecovered(loc.cvv, survived, _planned(tx, engine, loc.name, survived))
     held = loss.held_by(lost, newest.cvv)
     if held:
         raise Refused(

@@ -373,11 +373,14 @@ class DataPlane(Protocol):
         progress: int,
         filter_sql: str,
         target_cvv: Mapping[str, int] | None = None,
+        *,
+        admission: Sequence[str] = (),
     ) -> str | None:
         """The first line of the error when `filter_sql` fails on the events after `progress`, else None.
 
         With `target_cvv`, only on the events a pass into that target evaluates the filter on: those CF1 does
-        not skip (REP1 (1) comes before (2)).
+        not skip (REP1 (1) comes before (2)), and with the pass's RFC2 `admission` projection, only those up
+        to the first event its check blocks (REP1 (3): the pass stops there).
         """
         ...
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
+from replctl.core.jobs import SegmentStats
 from replctl.core.journal import Outcome
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
@@ -260,8 +261,14 @@ def _consent(
                 doc=doc,
             )
         others = [x.cvv for x in tx.locations() if x.name != loc.name]
-        # The straddling segment's survivors are left out (a lower bound): the answer errs towards refusing.
-        start = dr.recovered_clock(loc, lub([s.vt_lub for s in split.keep]), others).cvv
+
+        def start() -> VectorTime:
+            # DR1: A's CVV from every survivor, those of the segment straddling the first lost seq too, read
+            # as the run keeps them (`_recover_metadata`); left out, BK3 refused a recovery that loses
+            # nothing the backup holds, naming as lost what A still stores.
+            kept = engine.survivors_below(split.straddle, first_lost) if split.straddle else None
+            return dr.recovered_clock(loc, _survivors_lub(split, kept), others).cvv
+
         loss.refuse_backup_held(
             tx, engine, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
         )
@@ -359,6 +366,12 @@ def _blocked_into(ctx: OperationContext, name: str) -> bool:
         return any(c.target == name and c.state is ConnectionState.BLOCKED for c in tx.connections())
 
 
+def _survivors_lub(split: dr.Split, kept: SegmentStats | None) -> VectorTime:
+    """DR1: the LUB of the surviving vts, the whole segments below the first lost seq and the rows `kept` of
+    the one straddling it."""
+    return lub([*(s.vt_lub for s in split.keep), VectorTime(kept.vt_lub if kept else {})])
+
+
 def _recover_metadata(
     ctx: OperationContext,
     engine: DataPlane,
@@ -391,7 +404,7 @@ def _recover_metadata(
     hit("recover.before-metadata")  # survivors of a straddling segment written, catalog not yet
     # Their inventory reads and hashes the files: before the write lock, not under it.
     files = engine.record_files(out_rel) if out_rel is not None else None
-    survivors = lub([*(s.vt_lub for s in split.keep), VectorTime(kept_stats.vt_lub if kept_stats else {})])
+    survivors = _survivors_lub(split, kept_stats)
     last_survivor = max(
         [loc.deleted_upto, *(s.seq_hi for s in split.keep), kept_stats.seq_hi if kept_stats else 0]
     )

@@ -269,7 +269,9 @@ def _run_pass(
             progress=plan.new_progress,
             reaches=plan.new_progress,
         )
-    failure = _known_filter_failure(ctx, engine, conn, plan, target, recovery=bool(recovery))
+    failure = _known_filter_failure(
+        ctx, engine, conn, plan, target, recovery=bool(recovery), admission=admission
+    )
     if failure is None and ctx.dry_run:
         return _planned(base, plan, blockable=bool(admission))
     if failure is None and plan.action is PassAction.COPY:
@@ -365,6 +367,7 @@ def _known_filter_failure(
     target: Location,
     *,
     recovery: bool,
+    admission: list[str],
 ) -> str | None:
     """Why the pass fails on the connection's filter, known before it runs: a stored filter refused when read
     (issue 19), or, in a dry run, a filter that fails on the events the pass reads. None for a recovery's pass,
@@ -373,22 +376,25 @@ def _known_filter_failure(
         return None
     stored = _stored_filter_failure(conn)
     if stored is None and ctx.dry_run:
-        return _planned_filter_failure(engine, conn, plan, target)
+        return _planned_filter_failure(engine, conn, plan, target, admission)
     return stored
 
 
 def _planned_filter_failure(
-    engine: DataPlane, conn: Connection, plan: PassPlan, target: Location
+    engine: DataPlane, conn: Connection, plan: PassPlan, target: Location, admission: list[str]
 ) -> str | None:
     """A dry run's answer to the question the run asks after its pass failed (`_filter_failure`).
 
     The run would meet a filter that fails on these events (e.g. a cast under ANSI rules) and mark the
-    connection failed; asked on the very events the pass evaluates the filter on (those CF1 does not skip),
-    the dry run does not promise a pass the run cannot make.
+    connection failed; asked on the very events the pass evaluates the filter on (those CF1 does not skip,
+    up to RFC2's block when the pass has an admission check: REP1 (3) stops it there), the dry run does not
+    promise a pass the run cannot make, nor a failure the run does not meet.
     """
     if conn.filter is None or plan.action is PassAction.COPY:
         return None
-    found = engine.filter_failure(list(plan.segments), conn.progress, conn.filter, target.cvv.to_dict())
+    found = engine.filter_failure(
+        list(plan.segments), conn.progress, conn.filter, target.cvv.to_dict(), admission=admission
+    )
     return None if found is None else f"filter failed in Spark: {found}"
 
 
@@ -480,7 +486,9 @@ def _filter_failure(engine: DataPlane, conn: Connection, spec: PassSpec, error: 
         return None
     if isinstance(error, BadFilter):
         return f"filter refused by Spark: {error.message}"
-    failure = engine.filter_failure(spec.source_segments, spec.progress, conn.filter, spec.target_cvv)
+    failure = engine.filter_failure(
+        spec.source_segments, spec.progress, conn.filter, spec.target_cvv, admission=spec.admission
+    )
     return None if failure is None else f"filter failed in Spark: {failure}"
 
 

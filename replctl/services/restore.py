@@ -200,7 +200,7 @@ def _consent(
             tx,
             engine,
             loc,
-            start,
+            lambda: start,
             manifests=backups.manifests(name),
             restoring=manifest.id,
             how=how,

@@ -30,7 +30,7 @@ from replctl.core.jobs import (
 from replctl.core.model import Segment, SegmentFile, StoreMarker
 from replctl.core.recovery import FileRead
 from replctl.core.vectortime import VectorTime
-from replctl.errors import DamagedLog, InvalidInput
+from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput
 
 # The one data file of a fake segment (what the census compares with the catalog row, DR0).
 DATA_FILE = "events"
@@ -261,7 +261,6 @@ class FakeDataPlane:
         """REP1 over X's events with seq > progress: (1) CF1 skip, (2) filter skip (NULL rejects), (3) RFC2's
         admission check blocks the pass, (4) else written with seq shifted by `target_seq - progress`."""
         events = [e for e in self._read(spec.source_segments) if e["seq"] > spec.progress]
-        admitted = _filter(events, spec.filter_sql)
         examined = causal = filtered = 0
         written: list[dict[str, Any]] = []
         blocked_at: int | None = None
@@ -269,7 +268,8 @@ class FakeDataPlane:
         for e in events:
             if identity_covered(e, spec.target_cvv):
                 causal += 1
-            elif e["seq"] not in admitted:
+            # The filter is asked only of the events the pass examines: none past a block (REP1 (3)).
+            elif not _filter([e], spec.filter_sql):
                 filtered += 1
             elif spec.admission and not _admissible(e, spec.admission, spec.target_cvv):
                 blocked_at = e["seq"]
@@ -290,14 +290,25 @@ class FakeDataPlane:
         progress: int,
         filter_sql: str,
         target_cvv: Mapping[str, int] | None = None,
+        *,
+        admission: Sequence[str] = (),
     ) -> str | None:
         """The evaluator's error when `filter_sql` fails on the events after `progress` (those CF1 does not
-        skip into `target_cvv`, when given), else None."""
+        skip into `target_cvv`, when given, and with `admission`, up to the first one RFC2 blocks), else
+        None."""
         events = [e for e in self._read(segments) if e["seq"] > progress]
         if target_cvv is not None:
             events = [e for e in events if not identity_covered(e, target_cvv)]
         try:
-            _filter(events, filter_sql)
+            for e in events:
+                admitted = _filter([e], filter_sql)
+                if (
+                    admission
+                    and admitted
+                    and target_cvv is not None
+                    and not _admissible(e, admission, target_cvv)
+                ):
+                    break  # REP1 (3): the pass stops here and asks nothing of the events after it
         except Exception as exc:  # the evaluator's own errors, reported as Spark's first line is
             return str(exc).splitlines()[0]
         return None
@@ -453,17 +464,34 @@ class FakeDataPlane:
 
 
 def _filter(events: Sequence[Mapping[str, Any]], filter_sql: str | None) -> set[int]:
-    """The seqs of `events` the filter affirms (NULL rejects), by sqlglot's Python executor."""
+    """The seqs of `events` the filter affirms (NULL rejects), by sqlglot's Python executor.
+
+    sqlglot reads Spark's CAST as a TRY_CAST (Spark's rules before ANSI); under Spark's ANSI rules a CAST of a
+    malformed value raises, so it is evaluated as a plain cast, which raises there too. An evaluator's error
+    is the data plane's (`EnvironmentFailure`), as Spark's error of a failing pass is.
+    """
     if filter_sql is None:
         return {e["seq"] for e in events}
     if not events:
         return set()
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ExecuteError
     from sqlglot.executor import execute
 
+    def ansi(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.TryCast) and not node.args.get("safe"):
+            return exp.Cast(this=node.this, to=node.args["to"])
+        return node
+
+    condition = sqlglot.parse_one(filter_sql, dialect="spark").transform(ansi)
     rows = [
         {k: e[k] for k in ("seq", "origin", "origin_time", "type", "key", "tags", "payload")} for e in events
     ]
-    result = execute(f"SELECT seq FROM events WHERE {filter_sql}", dialect="spark", tables={"events": rows})
+    try:
+        result = execute(exp.select("seq").from_("events").where(condition), tables={"events": rows})
+    except ExecuteError as exc:
+        raise EnvironmentFailure(f"replication pass failed in the evaluator: {exc}", code="spark") from exc
     return {int(r[0]) for r in result.rows}
 
 

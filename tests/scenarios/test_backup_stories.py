@@ -751,6 +751,35 @@ def test_a_plain_recovery_that_would_lose_what_the_backup_holds_is_refused_with_
     assert [e[2] for e in rc.stored("K")] == ["k1", "k2", "k3", "k4", "k5"]
 
 
+@pytest.mark.parametrize("declared", [(), ("--lost-from", "3")], ids=["census", "--lost-from"])
+def test_a_recovery_keeping_the_survivors_of_a_straddling_segment_is_not_refused_for_them_bk3(
+    rc: Replctl, declared: tuple[str, ...]
+) -> None:
+    """BK3: A's one segment a1..a3 loses a3 (cut from seq 3, by the census or declared); a1, a2 survive in
+    it, B's logical deletion hides them from its passes and B serves a3. Nothing the backup holds is lost,
+    so the plain recovery runs; counting the straddling segment's survivors out, it was refused as losing
+    A: 1..2, which A still stores."""
+    two_locations(rc)
+    rc.append("A", "a1", "a2", "a3")
+    rc("replicate")
+    rc("delete", "B", "--upto", "2", "--logical")
+    rc("backup", "create", "A")
+    if not declared:
+        rc("drill", "disaster", "A", "--from", "3")
+    planned = rc.json("recover", "location", "A", *declared, "--dry-run")
+    doc = rc.json("recover", "location", "A", *declared)
+    for report in (planned, doc):
+        assert (report["lost_from"], report["survivors_upto"], report["lost"], report["refused"]) == (
+            3,
+            2,
+            {},
+            [],
+        )
+    assert [r["sources"] for r in doc["rounds"]] == [["B"]]
+    assert rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3")]
+    assert rc.json("log", "verify")["ok"]
+
+
 def test_a_plain_recovery_accepting_the_loss_says_what_is_lost_for_good(rc: Replctl) -> None:
     lone_backed_up(rc)
     planned = rc.json("recover", "location", "K", "--accept-loss", "--dry-run")

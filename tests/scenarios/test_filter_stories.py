@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from clitool import Replctl
@@ -133,3 +134,69 @@ def test_issue14_4_a_store_failure_is_not_blamed_on_the_filter(rc: Replctl) -> N
     doc = rc.json("replicate", "A", "B", expect=4)
     assert doc["error"]["code"] == "damaged"
     assert (rc.connection("A", "B")["state"], rc.connection("A", "B")["reason"]) == ("active", None)
+
+
+def _group_behind_a_failing_cast(rc: Replctl) -> None:
+    """Group G = {A, B}; D outside it, fed by both members, sends to both over `CAST(key AS INT) > 0` (RFC2:
+    one filter, an admission check). D holds A's 1 (which B lacks), its own 2 after it, then 'abc'."""
+    for name in ("A", "B", "D"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "group", "G", "A", "B")
+    for member in ("A", "B"):
+        rc("topology", "add", member, "D")
+        rc("topology", "add", "D", member, "--filter", "CAST(key AS INT) > 0")
+    rc.append("A", "1")
+    rc("replicate", "A", "D")
+    rc.append("D", "2", "abc")
+
+
+def test_a_pass_blocked_by_rfc2_stops_before_an_event_its_filter_fails_on_dry_run_plan_and_run(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    """REP1 (3): D→B stops at D's seq 1 (A's 1, ahead of B in the group part); 'abc' at seq 3 is never
+    examined, so the cast that fails on it fails neither the run nor its dry run nor the plan's apply."""
+    _group_behind_a_failing_cast(rc)
+    before = rc.snapshot()
+    planned = rc("replicate", "D", "B", "--dry-run", "--json")
+    plan = tmp_path / "plan.json"
+    written = rc.json("replicate", "D", "B", "--plan-out", str(plan))
+    assert rc.snapshot() == before
+    [dry] = planned.doc["passes"]
+    assert (planned.code, dry["state"], dry["action"], dry["progress"], dry["reason"]) == (
+        0,
+        "active",
+        "would-run",
+        None,
+        None,
+    )
+    assert written["plan"]["passes"] == planned.doc["passes"]
+    blocked = {
+        "round": 1,
+        "source": "D",
+        "target": "B",
+        "state": "active",
+        "action": "ran",
+        "examined": 0,
+        "written": 0,
+        "skipped_causal": 0,
+        "skipped_filter": 0,
+        "blocked_at": 1,
+        "progress": 0,
+        "reason": "blocked [RFC2] at D seq 1: its group part is ahead of B; it is delivered once the group "
+        "catches up",
+    }
+    assert rc.json("apply", str(plan))["passes"] == [blocked]
+    assert rc.json("replicate", "D", "B")["passes"] == [blocked]
+    status = rc.connection("D", "B")
+    assert (status["state"], status["progress"], status["reason"]) == ("active", 0, None)
+    assert rc.keys("B") == []
+
+    # Once B holds A's 1, the pass examines 'abc': then the cast fails it, in the dry run as in the run.
+    rc("replicate", "A", "B")
+    [dry] = rc.json("replicate", "D", "B", "--dry-run")["passes"]
+    [ran] = rc.json("replicate", "D", "B", expect=5)["passes"]
+    assert (dry["action"], ran["action"], ran["state"]) == ("failed", "failed", "failed")
+    assert dry["reason"] == ran["reason"]
+    assert ran["reason"].startswith("filter failed in Spark: [CAST_INVALID_INPUT] The value 'abc'")
+    assert rc.keys("B") == ["1"]

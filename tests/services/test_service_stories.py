@@ -137,6 +137,41 @@ def test_the_causality_filter_skips_events_another_path_delivered(catalog: Catal
     assert (seq, cvv) == (3, {"A": 2})
 
 
+def test_a_pass_stops_at_an_admission_block_before_an_event_its_filter_fails_on_rep1(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    """REP1: a pass decides its events in seq order and stops at the first one RFC2's admission check blocks;
+    the events after it are not examined, so a filter that fails on one of them (a cast under ANSI rules)
+    does not fail the pass, in the run as in its dry run. Once the group catches up, the pass examines that
+    event and the filter's failure marks the connection failed (issue 14)."""
+    _locations(catalog, "A", "B", "D")
+    topology.add_connection(catalog, "A", "B", both=True)
+    topology.declare_group(catalog, "G", ["A", "B"])
+    for member in ("A", "B"):
+        topology.add_connection(catalog, member, "D")
+        topology.add_connection(catalog, "D", member, filter_expr="CAST(key AS INT) > 0")
+    _append(catalog, plane, "A", "1")
+    replication.replicate_one(catalog, plane, "A", "D")
+    _append(catalog, plane, "D", "2", "abc")  # 2 depends on A's 1, which B lacks; 'abc' fails the cast
+    planned = _pass(replication.replicate_one(catalog, plane, "D", "B", dry_run=True), "D", "B")
+    ran = _pass(replication.replicate_one(catalog, plane, "D", "B"), "D", "B")
+    assert {k: planned[k] for k in ("state", "action", "blocked_at", "progress", "reason")} == {
+        "state": "active",
+        "action": "would-run",
+        "blocked_at": None,
+        "progress": None,
+        "reason": None,
+    }
+    keys = ("state", "action", "examined", "written", "blocked_at", "progress")
+    assert tuple(ran[k] for k in keys) == ("active", "ran", 0, 0, 1, 0)
+    assert ran["reason"].startswith("blocked [RFC2] at D seq 1: ")
+    assert _log(catalog, plane, "B") == []
+    replication.replicate_one(catalog, plane, "A", "B")
+    failed = _pass(replication.replicate_one(catalog, plane, "D", "B"), "D", "B")
+    assert (failed["state"], failed["action"], failed["progress"]) == ("failed", "failed", 0)
+    assert _log(catalog, plane, "B") == [(1, "A", 1, {"A": 1}, "1")]
+
+
 def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: DataPlane) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from replctl.adapters.spark.admission import first_block
 from replctl.adapters.spark.schema import read_events
 from replctl.adapters.spark.session import connect_lost, unreachable
 from replctl.adapters.spark.transforms import covered_by_identity
@@ -31,11 +32,15 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
     progress: int,
     filter_sql: str,
     target_cvv: Mapping[str, int] | None = None,
+    *,
+    admission: Sequence[str] = (),
 ) -> str | None:
     """The first line of Spark's error when `filter_sql` fails on the events after `progress`, else None.
 
     With `target_cvv`, only the events the pass evaluates the filter on count: the pass decides CF1 first and
-    Spark's CASE evaluates the filter only where CF1 does not skip (`transforms.classify`).
+    Spark's CASE evaluates the filter only where CF1 does not skip (`transforms.classify`). With an RFC2
+    admission projection too (the pass's `admission`), only those up to the block: the pass stops there
+    (REP1 (3)) and examines nothing after it (`admission.first_block`).
     The same events are read first without the filter, every column it may see included: when that read
     fails too, the store or the environment is at fault, not the filter, and None is returned.
     """
@@ -47,6 +52,15 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
         events.select(F.count_if(F.greatest(*seen))).collect()
     except Exception:
         return None
+    if admission and target_cvv is not None:
+        try:
+            block = first_block(
+                events, target_cvv=target_cvv, filter_sql=filter_sql, admission=admission, keys=None
+            )
+        except Exception as exc:
+            return _first_line(exc)
+        if block is not None:
+            events = events.where(F.col("seq") < F.lit(block))
     try:
         events.select(F.count_if(F.coalesce(F.expr(filter_sql), F.lit(False)))).collect()
     except Exception as exc:
@@ -54,6 +68,10 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
             # A Spark Connect server gone between the two reads says nothing about the filter: the connection
             # must not be marked failed with the gRPC client's repr as its reason.
             raise connect_lost(f"checking the filter {filter_sql!r}") from exc
-        text = str(exc).strip()
-        return text.splitlines()[0] if text else type(exc).__name__
+        return _first_line(exc)
     return None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

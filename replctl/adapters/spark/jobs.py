@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
+from replctl.adapters.spark.admission import first_block
 from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
@@ -38,7 +39,6 @@ from replctl.adapters.spark.transforms import (
     CANDIDATE,
     SKIP_CAUSAL,
     SKIP_FILTER,
-    admission_refused,
     classify,
     emit,
     generated_inputs,
@@ -246,9 +246,9 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
     largest origin_time.
 
     One job reads, classifies, writes and counts (`observe`); with a non-empty P, one aggregation before it
-    finds the blocking event (`_admission_block`). A source vt holding a key outside `spec.source_keys`
-    means the source's catalog and store disagree: the pass then writes nothing and raises
-    EnvironmentFailure.
+    finds the blocking event (`admission.first_block`, which asks the filter of no event past the block). A
+    source vt holding a key outside `spec.source_keys` means the source's catalog and store disagree: the
+    pass then writes nothing and raises EnvironmentFailure.
     """
     if not spec.source_segments:
         return PassResult(0, 0, 0, 0, None, spec.progress, None)
@@ -259,25 +259,19 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         origins = sorted(set(spec.identity_origins))
         wide = is_wide(keys)
 
-        def classified_from(read: DataFrame) -> DataFrame:
-            events = read.where(F.col("seq") > F.lit(spec.progress))
-            return classify(
-                events if wide else with_vt_entries(events, keys),
-                target_cvv=spec.target_cvv,
-                filter_sql=spec.filter_sql,
-            )
-
         # Before any job reads the source, as `read_checked` would: a missing file is damage (DR0).
         refuse_missing(store, spec.source_segments)
-        blocked_at = (
-            _admission_block(
-                classified_from(read_events(spark, store, spec.source_segments)),
-                spec,
-                None if wide else keys,
+        blocked_at = None
+        if spec.admission:
+            after = read_events(spark, store, spec.source_segments).where(F.col("seq") > F.lit(spec.progress))
+            # It runs before the write because the write must stop at the block.
+            blocked_at = first_block(
+                after if wide else with_vt_entries(after, keys),
+                target_cvv=spec.target_cvv,
+                filter_sql=spec.filter_sql,
+                admission=spec.admission,
+                keys=None if wide else keys,
             )
-            if spec.admission
-            else None
-        )
         # The rows this pass examines: past the progress, before the block.
         examined_row = F.col("seq") > F.lit(spec.progress)
         if blocked_at is not None:
@@ -405,21 +399,6 @@ def _written_segment(
         return None
     shift = spec.target_seq - spec.progress  # transforms.renumber
     return SegmentStats(int(stats["written"]), int(stats["lo"]) + shift, int(stats["hi"]) + shift, lub)
-
-
-def _admission_block(classified: DataFrame, spec: PassSpec, keys: Sequence[str] | None) -> int | None:
-    """The seq of the first candidate the admission check blocks (RFC2, REP1 (3)), or None.
-
-    REP1 (3) compares vt|P with CVV-Y as it grows during the pass, but its P-part never grows: an event is
-    written only if vt|P ≤ CVV-Y|P, so merging its vt leaves CVV-Y|P unchanged, and by induction CVV-Y|P is
-    the value at the start of the pass for every event of it. So no prefix maximum over earlier writes is
-    needed: the first blocked event is the smallest candidate seq with vt|P ≰ CVV-Y|P, one aggregation over
-    the classified events. It runs before the write because the write must stop at it. `keys` are those of
-    `with_vt_entries` when the events carry them (None on the wide path).
-    """
-    refused = (F.col("decision") == CANDIDATE) & admission_refused(spec.admission, spec.target_cvv, keys)
-    first = classified.agg(F.min(F.when(refused, F.col("seq"))).alias("blocked")).first()
-    return None if first is None or first["blocked"] is None else int(first["blocked"])
 
 
 # --- maintenance -----------------------------------------------------------------------------------------------
