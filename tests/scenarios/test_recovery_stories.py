@@ -395,3 +395,84 @@ def test_a_recovery_that_gets_everything_back_reports_nothing_lost_though_own_or
     done = rc.json("recover", "location", "A")
     assert (plan["lost"], done["lost"]) == ({}, {})
     assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 3, "a2"), ("B", 1, "b1")]
+
+
+def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
+    """A↔B↔Y, and (`with_n`) A→N→Y; a1..a6 everywhere, then N deletes a1..a6 (its only target Y has them),
+    B deletes a1..a2, and Y loses its whole log. B is Y's eligible source but fails DR4 (it deleted A:1..2,
+    Y has nothing); N is no recovery source at all (DR3: no Y→N)."""
+    for name in ["A", "B", "Y", *(["N"] if with_n else [])]:
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "Y", "--both")
+    if with_n:
+        rc("topology", "add", "A", "N")
+        rc("topology", "add", "N", "Y")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5", "a6")
+    rc("replicate")
+    if with_n:
+        rc("delete", "N", "--upto", "6")
+        assert rc.stored("N") == []
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "Y", "--from", "1")
+
+
+A3_TO_A6 = [("A", 3, "a3"), ("A", 4, "a4"), ("A", 5, "a5"), ("A", 6, "a6")]
+
+
+@pytest.mark.parametrize("with_n", [True, False], ids=["N refused by DR3 too", "B alone"])
+def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_names_it_lost(
+    rc: Replctl, with_n: bool
+) -> None:
+    """DR5 round by round: `--accept-loss` merges DVV-B ({A:2}, what B deleted) and runs DR4's rounds again in
+    the same run, so B gives back A:3..6; what N deleted ({A:6}) is then covered by real events and N→Y is
+    unblocked with nothing more given up. Before, DVV-N was merged first and B's pass skipped A:3..6 as held
+    already: Y ended empty with `"lost": {}`. A:1..2, which Y held before the disaster, are named lost."""
+    y_between_b_and_n(rc, with_n=with_n)
+    first = rc("recover", "location", "Y", "--json", expect=5).doc
+    dr3 = {
+        "source": "N",
+        "rule": "DR3",
+        "reason": "Y is not terminal and the connection between it and N has no connection Y→N; "
+        "recovery over it would lose events (anomaly 3)",
+        "missing": {},
+    }
+    dr4 = {
+        "source": "B",
+        "rule": "DR4",
+        "reason": "B has deleted events Y lacks (A: deleted up to 2, Y has 0)",
+        "missing": {"A": [1, 2]},
+    }
+    assert (first["rounds"], first["refused"]) == ([], [dr3, dr4] if with_n else [dr4])
+    accepted = ["B", "N"] if with_n else ["B"]
+    planned = rc.json("recover", "location", "Y", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "Y", "--accept-loss", "--yes")
+    assert {k: planned[k] for k in ("rounds", "refused", "accepted", "cvv", "lost")} == {
+        "rounds": [{"round": 1, "sources": ["B"], "written": None}],
+        "refused": [],
+        "accepted": accepted,
+        "cvv": {"A": 6},
+        "lost": {"A": [1, 2]},
+    }
+    assert {k: doc[k] for k in ("rounds", "refused", "accepted", "cvv", "lost", "discarded")} == {
+        "rounds": [{"round": 1, "sources": ["B"], "written": 4}],
+        "refused": [],
+        "accepted": accepted,
+        "cvv": {"A": 6},
+        "lost": {"A": [1, 2]},
+        "discarded": {},
+    }
+    assert rc.stored("Y") == A3_TO_A6  # written by the accepting run itself, not by a later replicate
+    y = rc.location("Y")
+    assert (y["state"], y["cvv"], y["dvv"], y["recoverable"]["state"]) == (
+        "active",
+        {"A": 6},
+        {"A": 2},
+        "yes",
+    )
+    into_y = {s: c["state"] for (s, t), c in rc.connections().items() if t == "Y"}
+    assert into_y == ({"B": "active", "N": "active"} if with_n else {"B": "active"})
+    rc("replicate")
+    assert rc.stored("Y") == A3_TO_A6
+    assert rc.stored("B") == A3_TO_A6
+    assert rc.json("log", "verify")["ok"]
