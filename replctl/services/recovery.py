@@ -19,7 +19,7 @@ from typing import Any
 
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
-from replctl.core.journal import Outcome
+from replctl.core.journal import Operation, Outcome
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
@@ -130,6 +130,7 @@ def recover(
 
 
 BEFORE_STEPS = ("metadata", "restore")  # the steps that make A recovering, with A's clock before the loss
+ACCEPT_STEP = "accept-loss"  # one accepted neighbour (DR5): what was merged and what that gave up
 
 
 def before_loss_detail(seq: int, cvv: VectorTime) -> dict[str, Any]:
@@ -142,19 +143,50 @@ def before_loss(ctx: OperationContext, loc: Location) -> tuple[int, VectorTime]:
     failed or ended incomplete once it had recomputed them (DR1); then the ones that run journalled (walking
     back over later runs that did not reach that step). An incomplete run left out of `lost` what its refused
     neighbours still held; the run that accepts their loss (DR5) must measure it against the same clock."""
+    for op in _same_loss(ctx, loc):
+        for step in op.steps:
+            if step.name in BEFORE_STEPS and "cvv_before" in step.detail:
+                return int(step.detail["seq_before"]), VectorTime(step.detail["cvv_before"])
+    return loc.seq, loc.cvv
+
+
+def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[int, int]]:
+    """What the earlier runs on this loss gave up accepting losses (DR5), per origin `(from, to)`: a run
+    killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
+    more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
+    gone: dict[str, tuple[int, int]] = {}
+    for op in _same_loss(ctx, loc):
+        for step in op.steps:
+            for origin, (lo, hi) in (
+                step.detail.get("given_up", {}).items() if step.name == ACCEPT_STEP else ()
+            ):
+                _widen(gone, origin, int(lo), int(hi))
+    return gone
+
+
+def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
+    """The earlier `recover` runs on A's current loss, newest first: while A is recovering, those since its
+    last completed recovery, back to the one that made it recovering (the metadata or restore step)."""
     if loc.state is not LocationState.RECOVERING:
-        return loc.seq, loc.cvv
+        return []
     with ctx.transaction() as tx:
         runs = tx.find_operations("recover location", {"location": loc.name})
+    same = []
     for op in runs:
         if op.id == ctx.id:
             continue
         if op.outcome is Outcome.SUCCEEDED:
             break
-        for step in op.steps:
-            if step.name in BEFORE_STEPS and "cvv_before" in step.detail:
-                return int(step.detail["seq_before"]), VectorTime(step.detail["cvv_before"])
-    return loc.seq, loc.cvv
+        same.append(op)
+        if any(step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps):
+            break
+    return same
+
+
+def _widen(gone: dict[str, tuple[int, int]], origin: str, lo: int, hi: int) -> None:
+    """Add the origin times `lo..hi` of `origin` to `gone`, as one span per origin (the `lost` shape)."""
+    was = gone.get(origin, (lo, hi))
+    gone[origin] = (min(was[0], lo), max(was[1], hi))
 
 
 def _check_lost_from(loc: Location, lost_from: int) -> None:
@@ -285,7 +317,11 @@ def finish_recovery(
     the recovery keeps when they are not A's stored survivors (a restore keeps the backup's). What an accepted
     loss gave up (DR5) is named in `lost` too, though A's CVV now covers it."""
     start_own = VectorTime(doc["cvv"])[name]
-    gone = _event_recovery(ctx, engine, name, accept_loss, doc)
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+    gone = _given_up_before(ctx, loc)
+    for origin, (lo, hi) in _event_recovery(ctx, engine, name, accept_loss, doc).items():
+        _widen(gone, origin, lo, hi)
     if ctx.dry_run:
         with ctx.transaction() as tx:
             current = get_location(tx, name)
@@ -538,9 +574,9 @@ def _accept(
     unblock it, record it; the dry run accepts on paper what the run accepts (issue 14). Returns A's CVV
     after; `gone` gathers what the merge gave up."""
     merged = dr.still_missing(merged, cvv)
-    for origin, (lo, hi) in dr.given_up(merged, cvv).items():
-        was = gone.get(origin, (lo, hi))
-        gone[origin] = (min(was[0], lo), max(was[1], hi))
+    given = dr.given_up(merged, cvv)
+    for origin, (lo, hi) in given.items():
+        _widen(gone, origin, lo, hi)
     doc["accepted"].append(source)
     if ctx.dry_run:
         return cvv | merged
@@ -552,7 +588,15 @@ def _accept(
         )
         if conn is not None and conn.current:
             tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
-        ctx.step(tx, "accept-loss", {"source": source, "merged": merged.to_dict()})
+        ctx.step(
+            tx,
+            ACCEPT_STEP,
+            {
+                "source": source,
+                "merged": merged.to_dict(),
+                "given_up": {o: list(r) for o, r in given.items()},
+            },
+        )
         return get_location(tx, name).cvv
 
 

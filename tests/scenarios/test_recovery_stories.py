@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from clitool import Replctl
+from clitool import Replctl, y_between_b_and_n
 from crashed import died
 
 pytestmark = pytest.mark.spark
@@ -397,26 +397,6 @@ def test_a_recovery_that_gets_everything_back_reports_nothing_lost_though_own_or
     assert sorted(rc.stored("A")) == [("A", 1, "a1"), ("A", 3, "a2"), ("B", 1, "b1")]
 
 
-def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
-    """A↔B↔Y, and (`with_n`) A→N→Y; a1..a6 everywhere, then N deletes a1..a6 (its only target Y has them),
-    B deletes a1..a2, and Y loses its whole log. B is Y's eligible source but fails DR4 (it deleted A:1..2,
-    Y has nothing); N is no recovery source at all (DR3: no Y→N)."""
-    for name in ["A", "B", "Y", *(["N"] if with_n else [])]:
-        rc("location", "add", name)
-    rc("topology", "add", "A", "B", "--both")
-    rc("topology", "add", "B", "Y", "--both")
-    if with_n:
-        rc("topology", "add", "A", "N")
-        rc("topology", "add", "N", "Y")
-    rc.append("A", "a1", "a2", "a3", "a4", "a5", "a6")
-    rc("replicate")
-    if with_n:
-        rc("delete", "N", "--upto", "6")
-        assert rc.stored("N") == []
-    rc("delete", "B", "--upto", "2")
-    rc("drill", "disaster", "Y", "--from", "1")
-
-
 A3_TO_A6 = [("A", 3, "a3"), ("A", 4, "a4"), ("A", 5, "a5"), ("A", 6, "a6")]
 
 
@@ -476,3 +456,25 @@ def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_nam
     assert rc.stored("Y") == A3_TO_A6
     assert rc.stored("B") == A3_TO_A6
     assert rc.json("log", "verify")["ok"]
+
+
+def test_an_accepting_run_killed_before_its_end_is_resumed_and_still_names_what_it_gave_up(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DR5, DR0: the killed run merged DVV-B ({A:2}) and let B serve; the re-run merges nothing more, but it
+    reads the journal of the run it resumes, so A:1..2 are still named lost, in the dry run as in the run."""
+    from replctl.failpoints import FailpointCrash
+
+    y_between_b_and_n(rc, with_n=True)
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "recover.before-end")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("recover", "location", "Y", "--accept-loss", "--yes", expect=None)
+    died(rc.db_url)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    assert rc.location("Y")["state"] == "recovering"
+    planned = rc.json("recover", "location", "Y", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "Y", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert (doc["rounds"], doc["accepted"]) == ([{"round": 1, "sources": ["B"], "written": 0}], ["N"])
+    assert rc.stored("Y") == A3_TO_A6 and rc.location("Y")["state"] == "active"
