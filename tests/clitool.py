@@ -122,3 +122,23 @@ def lose_what_the_neighbour_deleted(rc: Replctl, *, lost_from: int) -> None:
     rc("replicate")
     rc("delete", "B", "--upto", "3")
     rc("drill", "disaster", "A", "--from", str(lost_from))
+
+
+def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
+    """A↔B↔Y, and (`with_n`) A→N→Y; a1..a6 everywhere, then N deletes a1..a6 (its only target Y has them),
+    B deletes a1..a2, and Y loses its whole log. B is Y's eligible source but fails DR4 (it deleted A:1..2,
+    Y has nothing); N is no recovery source at all (DR3: no Y→N)."""
+    for name in ["A", "B", "Y", *(["N"] if with_n else [])]:
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "Y", "--both")
+    if with_n:
+        rc("topology", "add", "A", "N")
+        rc("topology", "add", "N", "Y")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5", "a6")
+    rc("replicate")
+    if with_n:
+        rc("delete", "N", "--upto", "6")
+        assert rc.stored("N") == []
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "Y", "--from", "1")

@@ -12,7 +12,7 @@ Two questions, each answered from the catalog and the manifests alone, so a dry 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from replctl.core.vectortime import VectorTime
 
@@ -56,6 +56,21 @@ def own_lost(
         for t in range(max(lo, deleted_own + 1), min(hi, before_own) + 1)
         if t not in stored
     ]
+
+
+def with_given_up(
+    lost: dict[str, list[int]], given_up: Mapping[str, tuple[int, int]], before: VectorTime
+) -> dict[str, list[int]]:
+    """`lost` (per origin `[from, to]`) widened by what accepted losses gave up (DR5), as far as A held it
+    before (`before`, A's CVV before the loss): what A never held was not A's to lose."""
+    out = dict(lost)
+    for origin, (lo, deleted) in given_up.items():
+        hi = min(deleted, before[origin])
+        if lo > hi:
+            continue
+        was = out.get(origin, [lo, hi])
+        out[origin] = [min(was[0], lo), max(was[1], hi)]
+    return out
 
 
 def held_by(lost: dict[str, list[tuple[int, int]]], backup_cvv: VectorTime) -> dict[str, tuple[int, int]]:

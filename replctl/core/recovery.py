@@ -274,6 +274,29 @@ def plan_rounds(
     return PlannedRounds(tuple(rounds), vector, tuple(pending))
 
 
+def least_loss(pending: Iterable[Source], dvvs: Mapping[str, VectorTime], cvv: VectorTime) -> Source:
+    """DR5 with `--accept-loss`: of the sources still failing DR4, the one whose DVV gives up the fewest origin
+    times A lacks (ties: by name). Its loss is accepted first and DR4's rounds run again before the next: what
+    it then brings may cover what another source deleted, and a DVV merged too early makes CF1 skip events a
+    source still stores."""
+    return min(
+        pending, key=lambda s: (sum(d - c for d, c in dvvs[s.name].missing_from(cvv).values()), s.name)
+    )
+
+
+def still_missing(dvv: VectorTime, cvv: VectorTime) -> VectorTime:
+    """The entries of a neighbour's DVV that CVV-A lacks: all that accepting its loss merges (DR5). An entry
+    CVV-A already covers by real events stays out of DVV-A, which would otherwise claim deleted the events A
+    stores and refuse A as a source to others for nothing (DR4)."""
+    return VectorTime({k: deleted for k, (deleted, _have) in dvv.missing_from(cvv).items()})
+
+
+def given_up(merged: VectorTime, cvv: VectorTime) -> dict[str, tuple[int, int]]:
+    """What merging a neighbour's DVV into CVV-A gives up (DR5): per origin the origin times `(from, to)` A
+    lacks that the merge covers, so no pass brings them again (CF1)."""
+    return {k: (have + 1, deleted) for k, (deleted, have) in merged.missing_from(cvv).items()}
+
+
 def dr4_refusal(source: str, dvv: VectorTime, cvv: VectorTime, recovering: str) -> Refusal:
     """DR5's report for a source that still fails DR4: the entries A lacks."""
     missing = dvv.missing_from(cvv)

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from replctl.core import backups as bk
@@ -99,6 +99,7 @@ def report_lost(
     doc: dict[str, Any],
     *,
     own: list[int],
+    given_up: Mapping[str, tuple[int, int]] | None = None,
     planned: bool = False,
 ) -> None:
     """`doc["lost"]`: what of `before` (A's CVV before the recovery) the recovery's `reached` vector lacks and
@@ -106,11 +107,14 @@ def report_lost(
 
     A's own part is exact (`own`, from `own_lost_after` or `own_lost_planned`): a CVV covers own events A
     never stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
-    (`planned`) an entry only the run can tell is None."""
+    (`planned`) an entry only the run can tell is None. `given_up` is what accepted losses merged into A's
+    CVV (DR5, per origin `(from, to)`): `reached` covers it, yet no event of it came back, so the part A held
+    before is lost (A's own part is in `own`)."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     held = [x.cvv for x in tx.locations() if x.name in refused]
     lost: dict[str, Any] = {o: list(r) for o, r in bk.shortfall(before, reached.merge(*held)).items()}
+    lost.update(loss.with_given_up(lost, given_up or {}, before))
     lost.pop(name, None)
     if planned:
         # A filtered terminal source's pass (DR3) brings the foreign events its filter passes: which ones

@@ -20,7 +20,7 @@ from typing import Any
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
 from replctl.core.jobs import SegmentStats
-from replctl.core.journal import Outcome
+from replctl.core.journal import Operation, Outcome
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
@@ -131,6 +131,7 @@ def recover(
 
 
 BEFORE_STEPS = ("metadata", "restore")  # the steps that make A recovering, with A's clock before the loss
+ACCEPT_STEP = "accept-loss"  # one accepted neighbour (DR5): what was merged and what that gave up
 
 
 def before_loss_detail(seq: int, cvv: VectorTime) -> dict[str, Any]:
@@ -139,22 +140,54 @@ def before_loss_detail(seq: int, cvv: VectorTime) -> dict[str, Any]:
 
 
 def before_loss(ctx: OperationContext, loc: Location) -> tuple[int, VectorTime]:
-    """A's seq and CVV before the loss: the catalog's, unless A is recovering after a run that was killed
-    or failed once it had recomputed them (DR1); then the ones that run journalled (walking back over runs
-    that died before that step). A run that ended, complete or incomplete, reported its own loss."""
-    if loc.state is not LocationState.RECOVERING:
-        return loc.seq, loc.cvv
-    with ctx.transaction() as tx:
-        runs = tx.find_operations("recover location", {"location": loc.name})
-    for op in runs:
-        if op.id == ctx.id:
-            continue
-        if op.outcome in (Outcome.SUCCEEDED, Outcome.INCOMPLETE):
-            break
+    """A's seq and CVV before the loss: the catalog's, unless A is recovering after a run that was killed,
+    failed or ended incomplete once it had recomputed them (DR1); then the ones that run journalled (walking
+    back over later runs that did not reach that step). An incomplete run left out of `lost` what its refused
+    neighbours still held; the run that accepts their loss (DR5) must measure it against the same clock."""
+    for op in _same_loss(ctx, loc):
         for step in op.steps:
             if step.name in BEFORE_STEPS and "cvv_before" in step.detail:
                 return int(step.detail["seq_before"]), VectorTime(step.detail["cvv_before"])
     return loc.seq, loc.cvv
+
+
+def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[int, int]]:
+    """What the earlier runs on this loss gave up accepting losses (DR5), per origin `(from, to)`: a run
+    killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
+    more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
+    gone: dict[str, tuple[int, int]] = {}
+    for op in _same_loss(ctx, loc):
+        for step in op.steps:
+            for origin, (lo, hi) in (
+                step.detail.get("given_up", {}).items() if step.name == ACCEPT_STEP else ()
+            ):
+                _widen(gone, origin, int(lo), int(hi))
+    return gone
+
+
+def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
+    """The earlier `recover` runs on A's current loss, newest first: while A is recovering, those since its
+    last completed recovery, back to the one that made it recovering (the metadata or restore step)."""
+    if loc.state is not LocationState.RECOVERING:
+        return []
+    with ctx.transaction() as tx:
+        runs = tx.find_operations("recover location", {"location": loc.name})
+    same = []
+    for op in runs:
+        if op.id == ctx.id:
+            continue
+        if op.outcome is Outcome.SUCCEEDED:
+            break
+        same.append(op)
+        if any(step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps):
+            break
+    return same
+
+
+def _widen(gone: dict[str, tuple[int, int]], origin: str, lo: int, hi: int) -> None:
+    """Add the origin times `lo..hi` of `origin` to `gone`, as one span per origin (the `lost` shape)."""
+    was = gone.get(origin, (lo, hi))
+    gone[origin] = (min(was[0], lo), max(was[1], hi))
 
 
 def _check_lost_from(loc: Location, lost_from: int) -> None:
@@ -288,9 +321,14 @@ def finish_recovery(
     """After the metadata step: event recovery in rounds (DR3–DR5), then the clock past T (DR1); `doc["lost"]`
     is what of `before`, A's CVV before the recovery, it could not get back. `deleted_own` is DVV-A[A] before
     the loss (own events A deleted on purpose are not lost); `kept_own`, for a dry run, the own origin times
-    the recovery keeps when they are not A's stored survivors (a restore keeps the backup's)."""
+    the recovery keeps when they are not A's stored survivors (a restore keeps the backup's). What an accepted
+    loss gave up (DR5) is named in `lost` too, though A's CVV now covers it."""
     start_own = VectorTime(doc["cvv"])[name]
-    _event_recovery(ctx, engine, name, accept_loss, doc)
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+    gone = _given_up_before(ctx, loc)
+    for origin, (lo, hi) in _event_recovery(ctx, engine, name, accept_loss, doc).items():
+        _widen(gone, origin, lo, hi)
     if ctx.dry_run:
         # Reads only, around data-plane jobs (the own origin times stored): no write lock.
         with ctx.transaction(readonly=True) as tx:
@@ -309,7 +347,9 @@ def finish_recovery(
             own = loss.own_lost_planned(
                 tx, engine, name, before, deleted_own=deleted_own, kept=kept_own, start_own=start_own, doc=doc
             )
-            loss.report_lost(tx, name, before, VectorTime(doc["cvv"]), doc, own=own, planned=True)
+            loss.report_lost(
+                tx, name, before, VectorTime(doc["cvv"]), doc, own=own, given_up=gone, planned=True
+            )
         if doc["rounds"]:
             # The events recovered take new seqs after T (DR1), as many as the passes examine: only the
             # run knows, so the dry run promises no number it cannot keep (issue 14).
@@ -330,7 +370,7 @@ def finish_recovery(
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
     with ctx.transaction(readonly=True) as tx:
         own = loss.own_lost_after(tx, engine, name, before, deleted_own=deleted_own, doc=doc)
-        loss.report_lost(tx, name, before, ended.cvv, doc, own=own)
+        loss.report_lost(tx, name, before, ended.cvv, doc, own=own, given_up=gone)
     doc["clock"]["after"] = ended.seq
     doc["cvv"] = ended.cvv.to_dict()
     if doc["refused"]:
@@ -451,8 +491,14 @@ def _event_recovery(
     name: str,
     accept_loss: bool,
     doc: dict[str, Any],
-) -> None:
-    """DR3–DR5: rounds over the eligible sources, then report, block or accept the rest."""
+) -> dict[str, tuple[int, int]]:
+    """DR3–DR5: rounds over the eligible sources, then report and block the rest, or accept their loss round
+    by round; returns what the accepted losses gave up, per origin `(from, to)` (for `lost`).
+
+    Accepting is done in DR4's order, never all at once: first the DVV of the eligible source that gives up
+    least (`least_loss`), then DR4's rounds again in this run, until every eligible source served; only then
+    what a neighbour refused by DR3 deleted, for what A still lacks. Merging a DR3-refused neighbour's DVV
+    first made CF1 skip, as held already, events an eligible source still stored: a loss nobody named."""
     from replctl.filterexpr import or_origin
 
     with ctx.transaction() as tx:
@@ -466,10 +512,53 @@ def _event_recovery(
     pending = list(sources)
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
-    while pending and not ctx.dry_run:
-        ready = dr.ready_sources(pending, dvvs, cvv)
-        if not ready:
-            break
+    gone: dict[str, tuple[int, int]] = {}
+    cvv = _rounds(ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged)
+    while pending and accept_loss:
+        source = dr.least_loss(pending, dvvs, cvv)
+        cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
+        cvv = _rounds(
+            ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged
+        )
+    if accept_loss:
+        for r in refused:
+            cvv = _accept(ctx, name, r.source, dvvs[r.source], cvv, doc=doc, gone=gone)
+        refused = []
+    refused += [dr.dr4_refusal(s.name, dvvs[s.name], cvv, name) for s in pending]
+    _block(ctx, name, refused, doc=doc)
+    doc["refused"] += damaged
+    doc["rounds"] = rounds
+    if ctx.dry_run:
+        doc["cvv"] = cvv.to_dict()  # the vector the rounds and acceptances on paper reach, as the run's
+    return gone
+
+
+def _rounds(
+    ctx: OperationContext,
+    engine: DataPlane,
+    name: str,
+    pending: list[dr.Source],
+    *,
+    dvvs: dict[str, VectorTime],
+    cvvs: dict[str, VectorTime],
+    cvv: VectorTime,
+    rounds: list[dict[str, Any]],
+    damaged: list[dict[str, Any]],
+) -> VectorTime:
+    """DR4: round after round over the `pending` sources that meet `DVV-N ≤ CVV-A`, run (or, in a dry run, on
+    paper with the same `ready_sources`); appends to `rounds`, takes the served sources out of `pending` and
+    returns the CVV A reaches."""
+    if ctx.dry_run:
+        # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
+        # the vector A reaches is what the later rounds and the refusals are checked against.
+        planned = dr.plan_rounds(pending, dvvs, cvvs, cvv, name)
+        rounds += [
+            {"round": len(rounds) + i, "sources": [s.name for s in ready], "written": None}
+            for i, ready in enumerate(planned.rounds, start=1)
+        ]
+        pending[:] = planned.pending
+        return planned.vector
+    while ready := dr.ready_sources(pending, dvvs, cvv):
         written = 0
         for source in ready:
             report = run_pass(ctx, engine, source.name, name, recovery=True, recovery_filter=source.filter)
@@ -485,33 +574,52 @@ def _event_recovery(
         rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
         with ctx.transaction() as tx:
             cvv = get_location(tx, name).cvv
-    if ctx.dry_run:
-        # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
-        # the vector A reaches is what the later rounds and the refusals below are checked against.
-        planned = dr.plan_rounds(pending, dvvs, cvvs, cvv, name)
-        rounds = [
-            {"round": i, "sources": [s.name for s in ready], "written": None}
-            for i, ready in enumerate(planned.rounds, start=1)
-        ]
-        pending, cvv = list(planned.pending), planned.vector
-        doc["cvv"] = cvv.to_dict()
-    refused += [dr.dr4_refusal(s.name, dvvs[s.name], cvv, name) for s in pending]
-    doc["rounds"] = rounds
-    _settle_refused(ctx, name, refused, accept_loss=accept_loss, dvvs=dvvs, doc=doc)
-    doc["refused"] += damaged
+    return cvv
 
 
-def _settle_refused(
+def _accept(
     ctx: OperationContext,
     name: str,
-    refused: list[dr.Refusal],
+    source: str,
+    merged: VectorTime,
+    cvv: VectorTime,
     *,
-    accept_loss: bool,
-    dvvs: dict[str, VectorTime],
     doc: dict[str, Any],
-) -> None:
-    """DR5: block N→A for every neighbour that could not serve, or accept the loss (merge DVV-N, unblock)."""
-    report = [
+    gone: dict[str, tuple[int, int]],
+) -> VectorTime:
+    """DR5 `--accept-loss` for one neighbour: merge what of its DVV A still lacks into CVV-A and DVV-A,
+    unblock it, record it; the dry run accepts on paper what the run accepts (issue 14). Returns A's CVV
+    after; `gone` gathers what the merge gave up."""
+    merged = dr.still_missing(merged, cvv)
+    given = dr.given_up(merged, cvv)
+    for origin, (lo, hi) in given.items():
+        _widen(gone, origin, lo, hi)
+    doc["accepted"].append(source)
+    if ctx.dry_run:
+        return cvv | merged
+    with ctx.transaction() as tx:
+        conn = tx.connection(source, name)
+        loc = get_location(tx, name)
+        tx.put_location(
+            replace(loc, cvv=loc.cvv | merged, dvv=loc.dvv | merged, baseline=loc.baseline | merged)
+        )
+        if conn is not None and conn.current:
+            tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
+        ctx.step(
+            tx,
+            ACCEPT_STEP,
+            {
+                "source": source,
+                "merged": merged.to_dict(),
+                "given_up": {o: list(r) for o, r in given.items()},
+            },
+        )
+        return get_location(tx, name).cvv
+
+
+def _block(ctx: OperationContext, name: str, refused: list[dr.Refusal], *, doc: dict[str, Any]) -> None:
+    """DR5: report every neighbour that could not serve, and block its N→A connection (not in a dry run)."""
+    doc["refused"] = [
         {
             "source": r.source,
             "rule": r.rule,
@@ -521,26 +629,12 @@ def _settle_refused(
         }
         for r in refused
     ]
+    if ctx.dry_run:
+        return
     with ctx.transaction() as tx:
         for r in refused:
             conn = tx.connection(r.source, name)
-            if conn is None or not conn.current:
-                continue
-            if accept_loss:
-                # The dry run accepts on paper what the run accepts (issue 14): the same sources, the same CVV.
-                merged = dvvs[r.source]
-                doc["cvv"] = (VectorTime(doc["cvv"]) | merged).to_dict()
-                doc["accepted"].append(r.source)
-                if ctx.dry_run:
-                    continue
-                loc = get_location(tx, name)
-                tx.put_location(
-                    replace(loc, cvv=loc.cvv | merged, dvv=loc.dvv | merged, baseline=loc.baseline | merged)
-                )
-                tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
-                ctx.step(tx, "accept-loss", {"source": r.source, "merged": merged.to_dict()})
-            elif not ctx.dry_run:
+            if conn is not None and conn.current:
                 tx.put_connection(
                     replace(conn, state=ConnectionState.BLOCKED, reason=f"blocked [{r.rule}/DR5]: {r.reason}")
                 )
-    doc["refused"] = [] if accept_loss else report

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from clitool import Replctl, lose_what_the_neighbour_deleted
+from clitool import Replctl, lose_what_the_neighbour_deleted, y_between_b_and_n
 
 pytestmark = pytest.mark.spark
 
@@ -86,6 +86,11 @@ def b_damaged(rc: Replctl) -> None:
 def lost_what_b_deleted(rc: Replctl) -> None:
     """A loses a1..a3, which B deleted: B fails DR4 (exit 5) unless the loss is accepted."""
     lose_what_the_neighbour_deleted(rc, lost_from=1)
+
+
+def y_between_b_and_n_lost(rc: Replctl) -> None:
+    """Y loses everything; its eligible source B deleted A:1..2 (DR4), N deleted A:1..6 and is no source (DR3)."""
+    y_between_b_and_n(rc, with_n=True)
 
 
 def backed_up_then_lost(rc: Replctl) -> None:
@@ -246,6 +251,9 @@ CASES = {
     ),
     "recover location --accept-loss": Case(
         lost_what_b_deleted, ("recover", "location", "A", "--accept-loss"), recovery
+    ),
+    "recover location --accept-loss (DR4 source, then a DR3 neighbour)": Case(
+        y_between_b_and_n_lost, ("recover", "location", "Y", "--accept-loss"), recovery
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery

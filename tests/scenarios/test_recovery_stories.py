@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clitool import Replctl
-from crashed import killed
+from clitool import Replctl, y_between_b_and_n
+from crashed import died, killed
 
 pytestmark = pytest.mark.spark
 
@@ -459,3 +459,86 @@ def test_a_history_merge_into_a_recovering_location_is_refused_dr0_so_recovery_g
     assert rc.stored("Y") == [("A", t, k) for t, k in enumerate(KEYS, start=1)]
     assert rc.location("Y")["dvv"] == {}
     assert rc.json("log", "verify")["ok"]
+
+
+A3_TO_A6 = [("A", 3, "a3"), ("A", 4, "a4"), ("A", 5, "a5"), ("A", 6, "a6")]
+
+
+@pytest.mark.parametrize("with_n", [True, False], ids=["N refused by DR3 too", "B alone"])
+def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_names_it_lost(
+    rc: Replctl, with_n: bool
+) -> None:
+    """DR5 round by round: `--accept-loss` merges DVV-B ({A:2}, what B deleted) and runs DR4's rounds again in
+    the same run, so B gives back A:3..6; what N deleted ({A:6}) is then covered by real events and N→Y is
+    unblocked with nothing more given up. Before, DVV-N was merged first and B's pass skipped A:3..6 as held
+    already: Y ended empty with `"lost": {}`. A:1..2, which Y held before the disaster, are named lost."""
+    y_between_b_and_n(rc, with_n=with_n)
+    first = rc("recover", "location", "Y", "--json", expect=5).doc
+    dr3 = {
+        "source": "N",
+        "rule": "DR3",
+        "reason": "Y is not terminal and the connection between it and N has no connection Y→N; "
+        "recovery over it would lose events (anomaly 3)",
+        "missing": {},
+    }
+    dr4 = {
+        "source": "B",
+        "rule": "DR4",
+        "reason": "B has deleted events Y lacks (A: deleted up to 2, Y has 0)",
+        "missing": {"A": [1, 2]},
+    }
+    assert (first["rounds"], first["refused"]) == ([], [dr3, dr4] if with_n else [dr4])
+    accepted = ["B", "N"] if with_n else ["B"]
+    planned = rc.json("recover", "location", "Y", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "Y", "--accept-loss", "--yes")
+    assert {k: planned[k] for k in ("rounds", "refused", "accepted", "cvv", "lost")} == {
+        "rounds": [{"round": 1, "sources": ["B"], "written": None}],
+        "refused": [],
+        "accepted": accepted,
+        "cvv": {"A": 6},
+        "lost": {"A": [1, 2]},
+    }
+    assert {k: doc[k] for k in ("rounds", "refused", "accepted", "cvv", "lost", "discarded")} == {
+        "rounds": [{"round": 1, "sources": ["B"], "written": 4}],
+        "refused": [],
+        "accepted": accepted,
+        "cvv": {"A": 6},
+        "lost": {"A": [1, 2]},
+        "discarded": {},
+    }
+    assert rc.stored("Y") == A3_TO_A6  # written by the accepting run itself, not by a later replicate
+    y = rc.location("Y")
+    assert (y["state"], y["cvv"], y["dvv"], y["recoverable"]["state"]) == (
+        "active",
+        {"A": 6},
+        {"A": 2},
+        "yes",
+    )
+    into_y = {s: c["state"] for (s, t), c in rc.connections().items() if t == "Y"}
+    assert into_y == ({"B": "active", "N": "active"} if with_n else {"B": "active"})
+    rc("replicate")
+    assert rc.stored("Y") == A3_TO_A6
+    assert rc.stored("B") == A3_TO_A6
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_an_accepting_run_killed_before_its_end_is_resumed_and_still_names_what_it_gave_up(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DR5, DR0: the killed run merged DVV-B ({A:2}) and let B serve; the re-run merges nothing more, but it
+    reads the journal of the run it resumes, so A:1..2 are still named lost, in the dry run as in the run."""
+    from replctl.failpoints import FailpointCrash
+
+    y_between_b_and_n(rc, with_n=True)
+    monkeypatch.setenv("REPLCTL_FAILPOINT", "recover.before-end")
+    monkeypatch.setenv("REPLCTL_FAILPOINT_MODE", "raise")
+    with pytest.raises(FailpointCrash):
+        rc("recover", "location", "Y", "--accept-loss", "--yes", expect=None)
+    died(rc.db_url)
+    monkeypatch.delenv("REPLCTL_FAILPOINT")
+    assert rc.location("Y")["state"] == "recovering"
+    planned = rc.json("recover", "location", "Y", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "Y", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert (doc["rounds"], doc["accepted"]) == ([{"round": 1, "sources": ["B"], "written": 0}], ["N"])
+    assert rc.stored("Y") == A3_TO_A6 and rc.location("Y")["state"] == "active"

@@ -655,16 +655,12 @@ class ReferenceModel:
         return self._finish_recovery(loc, floor, accept_loss)
 
     def _finish_recovery(self, loc: Location, floor: int, accept_loss: bool) -> Outcome:
-        """DR3–DR5: event recovery in rounds, then the neighbours that could not serve are blocked or accepted."""
+        """DR3–DR5: event recovery in rounds, then the neighbours that could not serve are blocked, or their
+        loss accepted round by round (`_event_recovery`)."""
         name = loc.name
-        refused = self._event_recovery(name)
+        refused = self._event_recovery(name, accept_loss)
         for source in refused:  # DR5
-            conn = self.connections[(source, name)]
-            if accept_loss:
-                self._merge_baseline(loc, dict(self.locations[source].dvv))
-                conn.state = ACTIVE
-            else:
-                conn.state = BLOCKED
+            self.connections[(source, name)].state = ACTIVE if accept_loss else BLOCKED
         loc.seq = max(loc.seq, floor)  # DR1: A never assigns again a seq or origin time it had assigned
         # DR0, DR5: while a neighbour's events are still missing (exit 5, cli.md), A is still recovering.
         loc.state = RECOVERING if refused and not accept_loss else ACTIVE
@@ -719,8 +715,9 @@ class ReferenceModel:
         last_survivor = max([backup.deleted_upto, *(e.seq for e in backup.events)])
         return self._recover_from(loc, last_survivor, accept_loss, recorded_floor=True)
 
-    def _event_recovery(self, name: str) -> list[str]:
-        """DR3 (eligible sources), DR4 (rounds); returns the neighbours that could not serve (DR5)."""
+    def _event_recovery(self, name: str, accept_loss: bool) -> list[str]:
+        """DR3 (eligible sources), DR4 (rounds); returns the neighbours that could not serve (DR5), whose loss
+        `accept_loss` accepts: what they deleted that A still lacks is merged into CVV-A, DVV-A (DR5)."""
         around = self.neighbours(name)
         terminal = len(around) == 1
         sources: list[tuple[str, str | None]] = []
@@ -736,17 +733,39 @@ class ReferenceModel:
                 sources.append((n, into.filter))
             else:
                 refused.append(n)
-        dvvs = {n: dict(self.locations[n].dvv) for n, _ in sources}
+        dvvs = {n: dict(self.locations[n].dvv) for n, _ in sources + [(r, None) for r in refused]}
         waiting = list(sources)
+        self._rounds(name, waiting, dvvs)
+        self.refused_last = sorted(refused + [s for s, _ in waiting])
+        if not accept_loss:
+            return self.refused_last
+        target = self.locations[name]
+        # DR5 accepted in DR4's order: the waiting source that gives up least first (ties by name), then the
+        # rounds again, so no DVV is merged while a source still stores what it covers; the DR3-refused last.
         while waiting:
-            ready = [s for s in waiting if vt_leq(dvvs[s[0]], self.locations[name].cvv)]
-            if not ready:
-                break
+            least = min(waiting, key=lambda s: (self._gives_up(dvvs[s[0]], target.cvv), s[0]))
+            self._merge_baseline(target, self._lacking(dvvs[least[0]], target.cvv))
+            self._rounds(name, waiting, dvvs)
+        for source in refused:
+            self._merge_baseline(target, self._lacking(dvvs[source], target.cvv))
+        return self.refused_last
+
+    def _rounds(self, name: str, waiting: list[tuple[str, str | None]], dvvs: dict[str, VT]) -> None:
+        """DR4: round after round, every waiting source whose DVV ≤ CVV-A serves (and leaves `waiting`)."""
+        while ready := [s for s in waiting if vt_leq(dvvs[s[0]], self.locations[name].cvv)]:
             for source, filter_expr in ready:
                 self._pass(source, name, recovery=True, recovery_filter=filter_expr)
                 waiting.remove((source, filter_expr))
-        self.refused_last = sorted(refused + [s for s, _ in waiting])
-        return self.refused_last
+
+    @staticmethod
+    def _gives_up(dvv: VT, cvv: VT) -> int:
+        """How many origin times A lacks that merging `dvv` would cover (DR5)."""
+        return sum(v - cvv.get(k, 0) for k, v in dvv.items() if v > cvv.get(k, 0))
+
+    @staticmethod
+    def _lacking(dvv: VT, cvv: VT) -> VT:
+        """DR5: the entries of a neighbour's DVV that CVV-A lacks, all that accepting its loss merges."""
+        return {k: v for k, v in dvv.items() if v > cvv.get(k, 0)}
 
     # ---- §9, on the model itself -----------------------------------------------------------------------
 

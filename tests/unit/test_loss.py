@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from replctl.core.loss import own_lost, ranges, ranges_text, span
+from replctl.core.loss import own_lost, ranges, ranges_text, span, with_given_up
+from replctl.core.vectortime import VectorTime
 
 
 def test_origin_times_are_named_by_their_runs_per_origin() -> None:
@@ -24,3 +25,11 @@ def test_own_origin_times_are_those_appended_not_every_seq_em1() -> None:
     assert own_lost(3, 0, {1, 3}, [(1, 1), (3, 3)]) == []
     assert own_lost(3, 0, set(), [(3, 3), (1, 1)]) == [1, 3]
     assert own_lost(9, 2, set(), [(1, 4), (8, 9)]) == [3, 4, 8, 9]
+
+
+def test_what_an_accepted_loss_gave_up_is_lost_as_far_as_the_location_held_it_dr5() -> None:
+    # Y held A:1..6 and B:1..2 before the loss; accepting merged A:1..2 and B:2..4 and C:1 (never held).
+    before = VectorTime({"A": 6, "B": 2})
+    given = {"A": (1, 2), "B": (2, 4), "C": (1, 1)}
+    assert with_given_up({}, given, before) == {"A": [1, 2], "B": [2, 2]}
+    assert with_given_up({"B": [1, 1]}, {"B": (2, 2)}, before) == {"B": [1, 2]}

@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 from replctl.core.deletion import PassOutlook, Target, changed_logs, pending_target, with_progress
 from replctl.core.model import Connection, ConnectionState, HistoryMode, Location, LocationState
-from replctl.core.recovery import progress_resets, recovered_clock, recovering
+from replctl.core.recovery import (
+    Source,
+    given_up,
+    least_loss,
+    progress_resets,
+    recovered_clock,
+    recovering,
+    still_missing,
+)
 from replctl.core.startrule import new_connection, start_rule
 from replctl.core.vectortime import VectorTime
 
@@ -92,3 +100,20 @@ def test_del4_a_dry_run_decides_a_retry_on_the_progress_its_passes_reach_and_nev
     ]
     assert with_progress([Target("B", 6, VectorTime())], {"B": 4}) == [Target("B", 6, VectorTime())]
     assert outlook.depends_on(["D", "E"]) == ["D"]  # E's log does not change before the retry: decided
+
+
+def test_dr5_the_loss_accepted_first_is_the_source_that_gives_up_fewest_origin_times() -> None:
+    # B lacks A:2..3 (2 times), C lacks A:2..5 (4): accept B first; its round may bring what C deleted.
+    dvvs = {"C": VectorTime({"A": 5}), "B": VectorTime({"A": 3, "X": 1})}
+    cvv = VectorTime({"A": 1, "X": 1})
+    assert least_loss([Source("C", None), Source("B", None)], dvvs, cvv) == Source("B", None)
+    tie = {"C": VectorTime({"A": 2}), "B": VectorTime({"X": 2})}
+    assert least_loss([Source("C", None), Source("B", None)], tie, cvv) == Source("B", None)  # by name
+
+
+def test_dr5_accepting_merges_only_the_entries_the_cvv_lacks_and_names_them_as_given_up() -> None:
+    # DVV-N = {A:6, B:1}; A's CVV already covers A:6 by real events: only B:1 is merged and given up.
+    dvv, cvv = VectorTime({"A": 6, "B": 1}), VectorTime({"A": 6})
+    assert still_missing(dvv, cvv) == VectorTime({"B": 1})
+    assert given_up(VectorTime({"A": 2}), VectorTime({})) == {"A": (1, 2)}
+    assert given_up(still_missing(dvv, cvv), cvv) == {"B": (1, 1)}
