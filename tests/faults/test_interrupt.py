@@ -81,11 +81,14 @@ def session_ended(leader: int, timeout_s: float = 60) -> bool:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(
-    ("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"]
+    ("stop", "group", "code"),
+    [(signal.SIGINT, False, 130), (signal.SIGTERM, False, 143), (signal.SIGTERM, True, 143)],
+    ids=["ctrl-c", "sigterm", "sigterm-to-the-group"],
 )
 def test_a_stop_signal_during_a_spark_job_is_one_line_its_exit_code_and_journalled_interrupted(
-    tmp_path: Path, stop: signal.Signals, code: int
+    tmp_path: Path, stop: signal.Signals, group: bool, code: int
 ) -> None:
+    """`group`: the signal goes to every process of the command, the driver JVM too, as systemd's stop does."""
     rc = Replctl(tmp_path)
     rc("init")
     rc("location", "add", "A")
@@ -112,7 +115,10 @@ def test_a_stop_signal_during_a_spark_job_is_one_line_its_exit_code_and_journall
             assert child.poll() is None, "the command ended before its Spark job started"
             assert time.monotonic() < deadline, "no Spark job started"
             time.sleep(0.05)
-        child.send_signal(stop)
+        if group:
+            os.killpg(child.pid, stop)
+        else:
+            child.send_signal(stop)
         out, err = child.communicate(timeout=120)
         # The driver JVM the command started is not left behind.
         assert session_ended(child.pid)
