@@ -10,7 +10,7 @@
     ├── LockHeld (4)              another operation holds the lease (or the location is recovering)
     │   └── DamagedLog            code "damaged": a log's store differs from its catalog rows (DR0)
     ├── Incomplete (5)            part was done, the rest is pending
-    ├── Interrupted (130)         Ctrl-C: the steps journalled so far are committed, nothing after them
+    ├── Interrupted (130, 143)    Ctrl-C, SIGTERM: the steps journalled so far are committed, nothing after
     └── EnvironmentFailure (6)    catalog, store or Spark unreachable or inconsistent
         └── CatalogOutdated       the catalog is at an older Alembic revision
 
@@ -107,8 +107,8 @@ class Incomplete(ReplctlError):
 
 
 class Interrupted(ReplctlError):
-    """Ctrl-C (SIGINT) stopped the command; every step before it is committed, nothing after (exit 130, as a
-    shell reports a process ended by SIGINT)."""
+    """Ctrl-C (SIGINT) or SIGTERM stopped the command; every step before it is committed, nothing after (exit
+    130, or 143 for SIGTERM (`cli.interrupt`), as a shell reports a process ended by that signal)."""
 
     exit_code = 130
     default_code = "interrupted"

@@ -409,6 +409,12 @@ class Engine:
 
         cut_files(self.store, segment, from_seq)
 
+    def stored_from(self, segment: Segment, from_seq: int) -> bool:
+        """`drill disaster`; see `adapters.logstore.drill.stored_from` (local files, no Spark)."""
+        from replctl.adapters.logstore.drill import stored_from
+
+        return stored_from(self.store, segment, from_seq)
+
     def compact(
         self,
         segments: Sequence[Segment],

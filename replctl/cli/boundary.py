@@ -30,7 +30,11 @@ import typer
 
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
-from replctl.cli.interrupt import ctrl_c_stops_cleanly, interrupted_outside_an_operation
+from replctl.cli.interrupt import (
+    ctrl_c_stops_cleanly,
+    interrupted_exit_code,
+    interrupted_outside_an_operation,
+)
 from replctl.cli.outcomes import exit_code, present
 from replctl.cli.output import emit_error, emit_json, stderr, stdout
 from replctl.core.outcomes import Outcome
@@ -217,7 +221,8 @@ def run(
                 scope.enter_context(observing_operations(_say_operation))
             code = _run(ctx, app_ctx, action, render, effect, question)
     except KeyboardInterrupt:
-        # Ctrl-C outside an operation's body (a read, a prompt, before the leases): nothing was committed.
+        # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases): nothing was
+        # committed.
         code = _interrupted(app_ctx, interrupted_outside_an_operation())
     except Interrupted as exc:
         code = _interrupted(app_ctx, exc)
@@ -234,10 +239,11 @@ def _say_operation(operation_id: str, command: str) -> None:
 
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:
-    """Ctrl-C: stop what Spark still runs for this command, then say it in one line (or one JSON document)."""
+    """Ctrl-C or SIGTERM: stop what Spark still runs for this command, then say it in one line (or one JSON
+    document); the exit code says which signal it was (130, 143)."""
     app.cancel_spark_jobs()
     emit_error(exc, as_json=app.json)
-    return exc.exit_code
+    return interrupted_exit_code()
 
 
 def _run(

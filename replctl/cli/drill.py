@@ -42,12 +42,18 @@ def drill_disaster(
 
     def render(app: AppContext, out: DrillOutcome) -> None:
         verb = "would destroy" if out.dry_run else "destroyed"
-        stdout().print(
-            f"{verb} {location}'s stored events from seq {from_seq} on "
-            f"({len(out.destroyed_segments)} segment(s) gone"
-            + (", one truncated)" if out.truncated_segment else ")"),
-            markup=False,
-        )
+        if not out.destroyed_segments and out.truncated_segment is None:
+            # The store holds nothing from SEQ on any more (an earlier drill, a real disaster): said as it is.
+            stdout().print(
+                f"{verb} nothing: {location}'s store holds no events from seq {from_seq} on", markup=False
+            )
+        else:
+            stdout().print(
+                f"{verb} {location}'s stored events from seq {from_seq} on "
+                f"({len(out.destroyed_segments)} segment(s) gone"
+                + (", one truncated)" if out.truncated_segment else ")"),
+                markup=False,
+            )
         stdout().print(f"next: replctl recover location {location}", markup=False)
 
     def question(_preview: Any) -> str | None:

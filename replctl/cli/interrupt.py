@@ -1,4 +1,5 @@
-"""Ctrl-C (issue 18): one line, exit 130, the journal says `interrupted`; no py4j or Java traceback.
+"""Ctrl-C (issue 18) and SIGTERM: one line, exit 130 or 143, the journal says `interrupted`; no py4j or Java
+traceback.
 
 PySpark installs its own SIGINT handler when it starts a SparkContext: it cancels every job through py4j from
 inside the signal handler, which re-enters the py4j call the main thread is blocked in, and py4j then logs
@@ -7,6 +8,11 @@ Spark adapter puts back the handler it found (`adapters.spark.session`), and the
 root logger, then raises `KeyboardInterrupt` where the main thread is. The operation turns it into
 `Interrupted` (services.operations), the boundary prints it, and the jobs the interrupted call left running
 are cancelled on the way out (`AppContext.cancel_spark_jobs`).
+
+SIGTERM (systemd, `timeout`, a container stop) is the same request from a supervisor: Python's default action
+would end the process on the spot, its journal entry left `running` and its leases held until they expire (on
+a shared catalog others wait the whole lease TTL for a dead operation). It goes the same way as Ctrl-C; only
+the exit code differs, 128 + the signal's number as a shell reports a process a signal ended (130, 143).
 """
 
 from __future__ import annotations
@@ -20,8 +26,15 @@ from types import FrameType
 
 from replctl.errors import Interrupted
 
+# The signals that stop a command cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-def _on_sigint(_signum: int, _frame: FrameType | None) -> None:
+# The signal that stopped the command, for its exit code; the handlers are the process's, so is this.
+_received: list[int] = []
+
+
+def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
+    _received.append(signum)
     # What unwinds from here (py4j closing the connection it was reading) logs through the root logger, which
     # Python would configure to print on stderr; the one line the boundary prints is all the operator sees.
     root = logging.getLogger()
@@ -32,15 +45,24 @@ def _on_sigint(_signum: int, _frame: FrameType | None) -> None:
 
 @contextmanager
 def ctrl_c_stops_cleanly() -> Iterator[None]:
-    """Within the block, SIGINT raises KeyboardInterrupt through `_on_sigint` (main thread only)."""
+    """Within the block, SIGINT and SIGTERM raise KeyboardInterrupt through `_on_stop_signal` (main thread
+    only); `interrupted_exit_code` then says which one it was."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    _received.clear()
+    previous = {signum: signal.signal(signum, _on_stop_signal) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def interrupted_exit_code() -> int:
+    """The exit code of a command a signal stopped: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM),
+    as a shell reports a process that signal ended; 130 for a KeyboardInterrupt no handler here raised."""
+    return 128 + (_received[0] if _received else signal.SIGINT)
 
 
 def interrupted_outside_an_operation() -> Interrupted:

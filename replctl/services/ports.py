@@ -470,6 +470,11 @@ class DataPlane(Protocol):
         """`drill disaster`: destroy the events seq ≥ `from_seq` of one segment in place, as a torn disk would."""
         ...
 
+    def stored_from(self, segment: Segment, from_seq: int) -> bool:
+        """`drill disaster`: whether the store still holds events seq ≥ `from_seq` of one segment, what
+        `cut_files` would destroy (a drill or a disaster may have taken them; the catalog does not say)."""
+        ...
+
     def compact(
         self,
         segments: Sequence[Segment],

@@ -66,24 +66,29 @@ def drill(
                 code="RET1",
                 hint="drill an active location: replctl location list",
             )
+        # Only what the store still holds from SEQ on, for the dry run and the run alike: a drill leaves the
+        # catalog as it was, so after an earlier drill or a real disaster the rows list what is already gone,
+        # and a dry run from them would claim to destroy it again (and a plan of it stay fresh once applied).
         split = dr.split_segments(segments, from_seq)
+        removed = tuple(s for s in split.lost if engine.stored_from(s, from_seq))
+        cut = split.straddle if split.straddle and engine.stored_from(split.straddle, from_seq) else None
         doc = dr.DrillOutcome(
             location=name,
             from_seq=from_seq,
             dry_run=ctx.dry_run,
-            destroyed_segments=tuple(s.path for s in split.lost),
-            truncated_segment=split.straddle.path if split.straddle else None,
+            destroyed_segments=tuple(s.path for s in removed),
+            truncated_segment=cut.path if cut else None,
         )
         if ctx.dry_run:
             return doc
-        if split.straddle is not None:
+        if cut is not None:
             # In place, file by file, as a torn disk would leave it: files wholly from SEQ on go, the one
             # holding SEQ keeps its earlier rows under its own name.
-            engine.cut_files(split.straddle, from_seq)
-        for seg in split.lost:
+            engine.cut_files(cut, from_seq)
+        for seg in removed:
             engine.store.remove(seg.path)
         with ctx.transaction() as tx:
-            ctx.step(tx, "destroy", {"from": from_seq, "segments": len(split.lost)})
+            ctx.step(tx, "destroy", {"from": from_seq, "segments": len(removed)})
         return doc
 
     return operation(

@@ -430,6 +430,44 @@ def test_a_store_change_the_catalog_version_cannot_see_still_makes_the_plan_stal
     assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
 
 
+@pytest.mark.spark
+def test_a_drill_plan_applied_once_is_stale_the_second_time_and_a_drill_says_what_the_store_still_holds(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # A drill changes the store, never the catalog version: only a dry run that reads what the store still
+    # holds tells a plan already applied, and a drill on a log already cut, from one with events to destroy.
+    rc.append("A", "e1", "e2")  # seq 1..2, cut at 2
+    rc.append("A", "e3")
+    rc.append("A", "e4")
+    path = tmp_path / "drill.json"
+    planned = rc("drill", "disaster", "A", "--from", "2", "--plan-out", str(path))
+    assert planned.stdout.splitlines()[0] == (
+        "would destroy A's stored events from seq 2 on (2 segment(s) gone, one truncated)"
+    )
+    out = rc("apply", str(path))
+    assert out.stdout == (
+        "destroyed A's stored events from seq 2 on (2 segment(s) gone, one truncated)\n"
+        "next: replctl recover location A\n"
+        f"applied the plan in {path}\n"
+    )
+
+    # Before: exit 0 and the same sentence again, though nothing was left to destroy.
+    before = state(rc)
+    again = rc("apply", str(path), expect=3)
+    assert (again.stdout, again.stderr.splitlines()[0]) == (
+        "",
+        f"the plan made now differs from the one in {path} (at plan.destroyed_segments[0]); make the plan again",
+    )
+    assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
+
+    # A dry run on the cut log says what the store still holds from SEQ on: nothing from 2, e1 from 1.
+    assert rc("drill", "disaster", "A", "--from", "2", "--dry-run").stdout == (
+        "would destroy nothing: A's store holds no events from seq 2 on\nnext: replctl recover location A\n"
+    )
+    doc = rc.json("drill", "disaster", "A", "--from", "1", "--dry-run")
+    assert (len(doc["destroyed_segments"]), doc["truncated_segment"]) == (1, None)
+
+
 @pytest.mark.postgres
 def test_plans_on_a_postgresql_catalog_apply_once_then_go_stale(postgres_url: str, tmp_path: Path) -> None:
     rc = Replctl(tmp_path, db_url=postgres_url)

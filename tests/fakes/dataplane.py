@@ -427,6 +427,10 @@ class FakeDataPlane:
         else:
             self.store.remove(segment.path)
 
+    def stored_from(self, segment: Segment, from_seq: int) -> bool:
+        """`drill disaster`: whether the segment still holds an event seq ≥ `from_seq`."""
+        return any(e["seq"] >= from_seq for e in self.store.segments.get(segment.path, []))
+
     def prune_log(
         self,
         rewrites: Sequence[SegmentRewrite],

@@ -1,13 +1,16 @@
 """Ctrl-C during a Spark job (issue 18): one line, exit 130, the journal says `interrupted`, no py4j or Java
-traceback, nothing committed after the last journalled step, and the re-run resumes (REP3).
+traceback, nothing committed after the last journalled step, the leases released, and the re-run resumes
+(REP3). SIGTERM (systemd, `timeout`, a container stop) is handled the same way, with exit 143.
 
-The CLI runs in a child process, as an operator's would, and gets a real SIGINT. It is sent while a Spark
-job is running, and no clock decides when: Spark's event log (written uncompressed into the test's folder)
-records `SparkListenerJobStart` when the job starts, and the test waits for that line.
+The CLI runs in a child process, as an operator's would, and gets a real signal. During a Spark job no clock
+decides when: Spark's event log (written uncompressed into the test's folder) records `SparkListenerJobStart`
+when the job starts, and the test waits for that line. Between two steps the command waits at a failpoint's
+FIFO (`REPLCTL_FAILPOINT_MODE=fifo:...`), which the test holds open while it sends the signal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from clitool import Replctl
+from sqlalchemy import create_engine, text
 
 EVENTS = 100_000
 START_TIMEOUT_S = 180
@@ -27,8 +31,64 @@ def job_started(events: Path) -> bool:
     return any(b"SparkListenerJobStart" in path.read_bytes() for path in events.rglob("*") if path.is_file())
 
 
+def held_leases(rc: Replctl) -> list[str]:
+    """The resources whose lease is held (not released) in the catalog, whatever their holder."""
+    engine = create_engine(rc.db_url)
+    try:
+        with engine.connect() as conn:
+            return [r for (r,) in conn.execute(text("SELECT resource FROM leases WHERE released_at IS NULL"))]
+    finally:
+        engine.dispose()
+
+
+def start(rc: Replctl, args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """`replctl ARGS` in a child process of its own session (its driver JVM joins it), as an operator runs it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "replctl", *args],
+        env={**os.environ, **rc.env, **env},
+        cwd=rc.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def assert_journalled_interrupted(rc: Replctl, err: str, step: int) -> None:
+    """The one line on stderr, and the journal's last operation: the replicate, `interrupted` after `step`."""
+    line = f"interrupted; nothing committed after step {step}; re-run to resume"
+    assert err == line + "\n"
+    op = rc.json("ops", "list", "--limit", "1")["operations"][0]
+    assert (op["command"], op["outcome"], op["error"]) == (
+        "replicate",
+        "interrupted",
+        {"code": "interrupted", "message": line, "hint": None},
+    )
+
+
+def session_ended(leader: int, timeout_s: float = 60) -> bool:
+    """Whether every process of the session `leader` started (the driver JVM too) has ended in time."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.killpg(leader, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
 @pytest.mark.timeout(600)
-def test_ctrl_c_during_a_spark_job_is_one_line_exit_130_and_journalled_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "group", "code"),
+    [(signal.SIGINT, False, 130), (signal.SIGTERM, False, 143), (signal.SIGTERM, True, 143)],
+    ids=["ctrl-c", "sigterm", "sigterm-to-the-group"],
+)
+def test_a_stop_signal_during_a_spark_job_is_one_line_its_exit_code_and_journalled_interrupted(
+    tmp_path: Path, stop: signal.Signals, group: bool, code: int
+) -> None:
+    """`group`: the signal goes to every process of the command, the driver JVM too, as systemd's stop does."""
     rc = Replctl(tmp_path)
     rc("init")
     rc("location", "add", "A")
@@ -39,22 +99,15 @@ def test_ctrl_c_during_a_spark_job_is_one_line_exit_130_and_journalled_interrupt
 
     events = tmp_path / "spark-events"
     events.mkdir()
-    child = subprocess.Popen(
+    child = start(
+        rc,
         [
-            sys.executable,
-            "-m",
-            "replctl",
             *("--spark-conf", "spark.eventLog.enabled=true"),
             *("--spark-conf", f"spark.eventLog.dir={events}"),
             *("--spark-conf", "spark.eventLog.compress=false"),
             *("replicate", "A", "B"),
         ],
-        env={**os.environ, **rc.env, "REPLCTL_SPARK_MASTER": "local[1]"},
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        {"REPLCTL_SPARK_MASTER": "local[1]"},
     )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -62,28 +115,63 @@ def test_ctrl_c_during_a_spark_job_is_one_line_exit_130_and_journalled_interrupt
             assert child.poll() is None, "the command ended before its Spark job started"
             assert time.monotonic() < deadline, "no Spark job started"
             time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
+        if group:
+            os.killpg(child.pid, stop)
+        else:
+            child.send_signal(stop)
         out, err = child.communicate(timeout=120)
+        # The driver JVM the command started is not left behind.
+        assert session_ended(child.pid)
     finally:
-        if child.poll() is None:
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of it, the driver JVM too
             os.killpg(child.pid, signal.SIGKILL)
 
-    assert (child.returncode, out) == (130, "")
-    assert err == "interrupted; nothing committed after step 0; re-run to resume\n"
-    op = rc.json("ops", "list", "--limit", "1")["operations"][0]
-    assert (op["command"], op["outcome"], op["error"]) == (
-        "replicate",
-        "interrupted",
-        {
-            "code": "interrupted",
-            "message": "interrupted; nothing committed after step 0; re-run to resume",
-            "hint": None,
-        },
-    )
+    assert (child.returncode, out) == (code, "")
+    assert_journalled_interrupted(rc, err, step=0)
     # Nothing after step 0 committed: B holds nothing and the connection's progress did not move (REP2).
     assert rc.json("log", "show", "B")["events"] == []
     assert rc.connection("A", "B")["progress"] == 0
-    # The lease was released, so the re-run starts at once and converges: every event once (REP3).
+    # The leases were released, so the re-run starts at once and converges: every event once (REP3).
+    assert held_leases(rc) == []
     rc("replicate", "A", "B")
     stored = rc.stored("B")
     assert len(stored) == EVENTS and len(set(stored)) == EVENTS
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_between_two_steps_is_one_line_exit_143_journalled_interrupted_and_frees_the_leases(
+    tmp_path: Path,
+) -> None:
+    rc = Replctl(tmp_path)
+    rc("init")
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc("log", "append", "A", "--generate", "3")
+    fifo = tmp_path / "hold.fifo"
+    os.mkfifo(fifo)
+    child = start(
+        rc,
+        ["replicate", "A", "B"],
+        {"REPLCTL_FAILPOINT": "replicate.after-commit", "REPLCTL_FAILPOINT_MODE": f"fifo:{fifo}"},
+    )
+    try:
+        # Opening the FIFO returns once the command waits at the failpoint, its pass committed (step 1).
+        with fifo.open("wb"):
+            child.send_signal(signal.SIGTERM)
+            out, err = child.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+
+    # Before: killed by Python's default action, exit -15 (143 in a shell), nothing said, journal `running`.
+    assert (child.returncode, out) == (143, "")
+    assert_journalled_interrupted(rc, err, step=1)
+    # The leases were released in the journal's transaction: no operator waits out the lease TTL for it,
+    # on this host or any other.
+    assert held_leases(rc) == []
+    # What was committed stays committed (REP2), and the next command gets the leases at once.
+    assert rc.connection("A", "B")["progress"] == 3
+    assert rc("replicate", "A", "B").code == 0
+    assert rc.stored("B") == rc.stored("A")
+    assert len(rc.stored("B")) == 3

@@ -249,6 +249,25 @@ def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
     assert [e[4] for e in _log(catalog, plane, "B")] == ["a1", "a4"]
 
 
+def test_a_drill_counts_only_what_the_store_still_holds_from_its_seq_on(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1", "a2")  # seq 1..2: holds the drill's seq
+    _append(catalog, plane, "A", "a3")
+    with catalog.transaction(readonly=True) as tx:
+        first, second = (s.path for s in tx.segments("A"))
+    planned = recovery.drill(catalog, plane, "A", 2, dry_run=True)
+    assert (planned.destroyed_segments, planned.truncated_segment) == ((second,), first)
+    done = recovery.drill(catalog, plane, "A", 2)
+    assert (done.destroyed_segments, done.truncated_segment) == ((second,), first)
+    # The catalog rows are as before the drill; the store holds a1 only: nothing is left from seq 2 on.
+    for dry_run in (True, False):
+        again = recovery.drill(catalog, plane, "A", 2, dry_run=dry_run)
+        assert (again.destroyed_segments, again.truncated_segment) == ((), None)
+    assert (recovery.drill(catalog, plane, "A", 1, dry_run=True).destroyed_segments) == (first,)
+
+
 def test_pruning_a_retired_clock_drops_it_from_every_vt_and_keeps_it_in_the_cvvs(
     catalog: Catalog, plane: DataPlane
 ) -> None:

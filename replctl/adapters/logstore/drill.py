@@ -17,8 +17,7 @@ def cut_files(store: LogStore, segment: Segment, from_seq: int) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    for name in segment_file_paths(store, segment):
-        path = Path(name)
+    for path in _stored_files(store, segment):
         try:
             table = pq.read_table(path)
             kept = table.filter(pc.field("seq") < from_seq)
@@ -30,3 +29,26 @@ def cut_files(store: LogStore, segment: Segment, from_seq: int) -> None:
             pq.write_table(kept, path, compression="snappy", use_deprecated_int96_timestamps=True)
         except (OSError, ValueError) as exc:
             raise EnvironmentFailure(f"cannot cut {path}: {exc}", code="store") from exc
+
+
+def stored_from(store: LogStore, segment: Segment, from_seq: int) -> bool:
+    """Whether `cut_files(store, segment, from_seq)` would destroy anything: a data file of the segment the
+    store still holds has an event with seq ≥ `from_seq` (an earlier drill or a disaster may have taken them;
+    the catalog row does not say). Reads the seq column only."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for path in _stored_files(store, segment):
+        try:
+            seqs = pq.read_table(path, columns=["seq"]).column("seq")
+        except (OSError, ValueError) as exc:
+            raise EnvironmentFailure(f"cannot read {path}: {exc}", code="store") from exc
+        highest = pc.max(seqs).as_py()
+        if highest is not None and highest >= from_seq:
+            return True
+    return False
+
+
+def _stored_files(store: LogStore, segment: Segment) -> list[Path]:
+    # A file already gone holds nothing left to destroy: a second drill skips it instead of failing on it.
+    return [path for path in map(Path, segment_file_paths(store, segment)) if path.is_file()]
