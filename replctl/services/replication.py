@@ -13,7 +13,7 @@ from typing import Any
 from replctl.core.damage import copy_differs
 from replctl.core.deletion import PassOutlook, changed_logs
 from replctl.core.jobs import PassResult, PassSpec, SegmentStats
-from replctl.core.model import Connection, ConnectionState, Location, Segment, SegmentFile
+from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment, SegmentFile
 from replctl.core.outcomes import Completion
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
@@ -60,6 +60,9 @@ class PassReport:
     # Not in the JSON: the progress the run's pass reaches for sure, as far as the plan tells (a dry run's
     # deletion retries are decided on it, DEL4); None when only running tells.
     reaches: int | None = None
+    # Not in the JSON: the pass waits for its target's recovery to end (DR0), as one at a damaged log does; the
+    # run is incomplete (exit 5) until `recover location` finishes it.
+    awaits_recovery: bool = False
 
     @property
     def changed(self) -> bool:
@@ -87,7 +90,8 @@ class PassReport:
 
 # Issue 14: a connection whose filter failed is marked failed, or waits at a damaged log (DR0), while the others
 # ran. Issue 19: so is a pass a concurrent topology change discarded, or one whose locations another operation
-# holds. Each leaves the run incomplete (exit 5): a re-run finishes it.
+# holds. Each leaves the run incomplete (exit 5): a re-run finishes it. A pass into a recovering location waits
+# for `recover location` as one at a damaged log does (`PassReport.awaits_recovery`), and is incomplete too.
 UNFINISHED = frozenset({"failed", DAMAGED, "discarded", "skipped"})
 
 
@@ -103,7 +107,7 @@ class ReplicationOutcome:
     @property
     def completion(self) -> Completion:
         """Incomplete when a pass did not finish (`UNFINISHED`); a dry run leaves nothing unfinished."""
-        unfinished = any(report.action in UNFINISHED for _, report in self.passes)
+        unfinished = any(report.action in UNFINISHED or report.awaits_recovery for _, report in self.passes)
         return Completion.INCOMPLETE if unfinished and not self.dry_run else Completion.COMPLETE
 
     def to_json(self) -> dict[str, Any]:
@@ -253,7 +257,13 @@ def _run_pass(
                 _compare_and_set(tx, conn)
                 tx.put_connection(replace(conn, reason=plan.reason))
         action = DAMAGED if damaged is not None else plan.action.value
-        return replace(base, action=action, progress=conn.progress, reason=plan.reason)
+        return replace(
+            base,
+            action=action,
+            progress=conn.progress,
+            reason=plan.reason,
+            awaits_recovery=not recovery and target.state is LocationState.RECOVERING,
+        )
     if plan.action in (PassAction.NOTHING_NEW, PassAction.ALL_KNOWN):
         advanced = plan.new_progress != conn.progress
         if not ctx.dry_run and (advanced or plan.activate):

@@ -188,8 +188,12 @@ def test_a_recovering_locations_pending_deletion_waits_and_replication_of_the_re
     rc("recover", "location", "A", expect=5)  # B fails DR4: it deleted what A lost
     assert rc.location("A")["state"] == "recovering"
     rc.append("D", "d1")
-    run = rc.json("replicate")
+    # B→A waits for A's recovery (DR0), as a pass at a damaged log does: the run is incomplete (exit 5).
+    run = rc.json("replicate", expect=5)
     assert ("D", "C", "copied") in [(p["source"], p["target"], p["action"]) for p in run["passes"]]
+    assert {(p["source"], p["action"], p["reason"]) for p in run["passes"] if p["target"] == "A"} == {
+        ("B", "wait", "waits: A is recovering (DR0)")
+    }
     assert run["deletions"] == []
     assert rc.keys("C") == ["d1"]
     assert [(p["location"], p["requested_upto"]) for p in rc.json("status")["pending_deletions"]] == [

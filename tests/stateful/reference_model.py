@@ -469,14 +469,17 @@ class ReferenceModel:
     # ---- replication (REP1–REP3, CF1, ADD1, DEL4) ----------------------------------------------------
 
     def replicate_all(self) -> Outcome:
-        """`replicate`: every current connection, round after round until nothing changes; then DEL4."""
+        """`replicate`: every current connection, round after round until nothing changes; then DEL4.
+
+        Incomplete (exit 5) when a pass waits for its target's recovery to end (DR0)."""
         changed = True
         while changed:
             changed = False
             for s, t in self.current():
                 changed = self._pass(s, t) or changed
         self._retry_deletions()
-        return DONE
+        waiting = any(self.locations[t].state == RECOVERING for _, t in self.current())
+        return Outcome(5) if waiting else DONE
 
     def replicate_pair(self, src: str, dst: str) -> Outcome:
         """`replicate SRC DST`: one pass; then every pending deletion is retried (DEL4)."""
