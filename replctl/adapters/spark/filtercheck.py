@@ -58,18 +58,23 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
                 events, target_cvv=target_cvv, filter_sql=filter_sql, admission=admission, keys=None
             )
         except Exception as exc:
+            _raise_if_unreachable(exc, filter_sql)
             return _first_line(exc)
         if block is not None:
             events = events.where(F.col("seq") < F.lit(block))
     try:
         events.select(F.count_if(F.coalesce(F.expr(filter_sql), F.lit(False)))).collect()
     except Exception as exc:
-        if unreachable(exc):
-            # A Spark Connect server gone between the two reads says nothing about the filter: the connection
-            # must not be marked failed with the gRPC client's repr as its reason.
-            raise connect_lost(f"checking the filter {filter_sql!r}") from exc
+        _raise_if_unreachable(exc, filter_sql)
         return _first_line(exc)
     return None
+
+
+def _raise_if_unreachable(error: Exception, filter_sql: str) -> None:
+    """A Spark Connect server gone between the reads says nothing about the filter: exit 6 with the engine's
+    hint, so that the connection is not marked failed with the gRPC client's repr as its reason."""
+    if unreachable(error):
+        raise connect_lost(f"checking the filter {filter_sql!r}") from error
 
 
 def _first_line(error: Exception) -> str:
