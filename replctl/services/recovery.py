@@ -27,6 +27,7 @@ from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services import loss
+from replctl.services.damage import find_damage
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
@@ -513,18 +514,29 @@ def _event_recovery(
         cvvs = {x.name: x.cvv for x in tx.locations()}
         # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
         cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
-    sources, refused = dr.eligible_sources(state, name, connections, or_origin)
-    pending = list(sources)
+        sources, refused = dr.eligible_sources(state, name, connections, or_origin)
+        # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1
+        # skip, once it is recovered, events it still stores. The census is the passes' own, so the dry run
+        # and the run see the same damage.
+        unsound = [s.name for s in sources if find_damage(engine.store, tx.segments(s.name))]
+    # A dry run plans without the damaged sources, which the run's passes find serving nothing.
+    pending = [s for s in sources if not (ctx.dry_run and s.name in unsound)]
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
+    if ctx.dry_run:
+        # What the run's pass over a damaged source reports (`_rounds`), said before it runs.
+        damaged += [_damaged_source(source) for source in unsound]
     cvv = _rounds(ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged)
+    # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
+    accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
         cvv = _rounds(
             ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged
         )
+        accept_loss = not damaged
     if accept_loss:
         for r in refused:
             cvv = _accept(ctx, name, r.source, dvvs[r.source], cvv, doc=doc, gone=gone)
@@ -573,13 +585,17 @@ def _rounds(
                 # DR0: a damaged source served nothing; the recovery is not complete without it, and a
                 # re-run once that source is recovered reads it (its connection is not blocked: DR5 is
                 # about what the source deleted, not about its store).
-                damaged.append(
-                    {"source": source.name, "rule": "DR0", "reason": report.reason or "", "missing": {}}
-                )
+                damaged.append(_damaged_source(source.name, report.reason))
         rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
         with ctx.transaction() as tx:
             cvv = get_location(tx, name).cvv
     return cvv
+
+
+def _damaged_source(source: str, reason: str | None = None) -> dict[str, Any]:
+    """The refusal entry of an eligible source whose log is damaged (DR0): it serves nothing until recovered."""
+    why = reason or f"waits: {source}'s log is damaged (DR0); run: replctl recover location {source}"
+    return {"source": source, "rule": "DR0", "reason": why, "missing": {}}
 
 
 def _accept(

@@ -542,3 +542,29 @@ def test_an_accepting_run_killed_before_its_end_is_resumed_and_still_names_what_
     assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
     assert (doc["rounds"], doc["accepted"]) == ([{"round": 1, "sources": ["B"], "written": 0}], ["N"])
     assert rc.stored("Y") == A3_TO_A6 and rc.location("Y")["state"] == "active"
+
+
+def test_accepting_a_loss_waits_while_an_eligible_source_is_damaged_dr0_before_dr5(rc: Replctl) -> None:
+    # B still stores a1..a4 but its log is damaged; C deleted a1..a5. Accepting C's loss now would merge {A:5}
+    # into A's clock, and once B is recovered CF1 would skip a1..a4 at B as held: a loss nobody named. So
+    # nothing is accepted while B cannot serve (exit 5), dry run and run alike.
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5")
+    rc("replicate")
+    rc("delete", "C", "--upto", "5")
+    rc("drill", "disaster", "A", "--from", "1")
+    rc("drill", "disaster", "B", "--from", "5")
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    run = rc.json("recover", "location", "A", "--accept-loss", expect=5)
+    for doc in (planned, run):
+        assert doc["accepted"] == []
+        assert sorted((r["source"], r["rule"]) for r in doc["refused"]) == [("B", "DR0"), ("C", "DR4")]
+        assert [r["reason"] for r in doc["refused"] if r["source"] == "B"] == [
+            "waits: B's log is damaged (DR0); run: replctl recover location B"
+        ]
+    assert rc.location("A")["state"] == "recovering"
+    assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({}, {})
+    assert rc.keys("A") == []
