@@ -515,10 +515,11 @@ def _event_recovery(
         # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
         cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
         sources, refused = dr.eligible_sources(state, name, connections, or_origin)
-        # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1
-        # skip, once it is recovered, events it still stores. The census is the passes' own, so the dry run
-        # and the run see the same damage.
-        unsound = [s.name for s in sources if find_damage(engine.store, tx.segments(s.name))]
+        stored = {s.name: tx.segments(s.name) for s in sources}
+    # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1 skip,
+    # once it is recovered, events it still stores. The census is the passes' own (files, not under the write
+    # lock), so the dry run and the run see the same damage.
+    unsound = [s.name for s in sources if find_damage(engine.store, stored[s.name])]
     # A dry run plans without the damaged sources, which the run's passes find serving nothing.
     pending = [s for s in sources if not (ctx.dry_run and s.name in unsound)]
     rounds: list[dict[str, Any]] = []
