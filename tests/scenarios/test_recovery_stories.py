@@ -568,3 +568,25 @@ def test_accepting_a_loss_waits_while_an_eligible_source_is_damaged_dr0_before_d
     assert rc.location("A")["state"] == "recovering"
     assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({}, {})
     assert rc.keys("A") == []
+
+
+@pytest.mark.parametrize("killed_first", [False, True])
+def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed_run(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch, killed_first: bool
+) -> None:
+    # DR5: B deleted a1, a2 (A's own), A loses its log; accepting B's loss gives them up. A run killed after the
+    # merge left DVV-A[A] = 2 in the catalog; its re-run must still name a1, a2 lost, as one run does.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4")
+    rc("replicate")
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "A", "--from", "1")
+    if killed_first:
+        killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
+        assert rc.location("A")["state"] == "recovering"
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert rc.keys("A") == ["a3", "a4"]
