@@ -562,6 +562,10 @@ def failure_log_note() -> str:
     return f" (Spark's log: {_failure_log})" if _failure_log is not None else ""
 
 
+# gRPC status codes of a call the server never answered: it is down, or went away during the call.
+_SERVER_GONE = frozenset({"UNAVAILABLE", "CANCELLED"})
+
+
 def unreachable(exc: BaseException) -> bool:
     """Whether `exc` (or what caused it) says the Spark Connect server cannot be reached, not what was asked."""
     seen: BaseException | None = exc
@@ -571,5 +575,17 @@ def unreachable(exc: BaseException) -> bool:
         error_class = getattr(seen, "getCondition", None) or getattr(seen, "getErrorClass", None)
         if callable(error_class) and error_class() == "RETRIES_EXCEEDED":
             return True
-        seen = seen.__cause__ or seen.__context__
+        status = getattr(seen, "getGrpcStatusCode", None)
+        if callable(status) and getattr(status(), "name", None) in _SERVER_GONE:
+            return True
+        # pyspark raises the server's answer (a failed cast, an analysis error) `from None` inside its handler of
+        # the RPC error: that transport error is context it suppressed, not a cause, and says nothing of a server
+        # gone. Only an unsuppressed context is followed.
+        seen = (
+            seen.__cause__
+            if seen.__cause__ is not None
+            else None
+            if seen.__suppress_context__
+            else seen.__context__
+        )
     return False
