@@ -523,23 +523,21 @@ def _event_recovery(
     # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1 skip,
     # once it is recovered, events it still stores. The census is the passes' own (files, not under the write
     # lock), so the dry run and the run see the same damage.
-    unsound = [s.name for s in sources if find_damage(engine.store, stored[s.name])]
-    # A dry run plans without the damaged sources, which the run's passes find serving nothing.
-    pending = [s for s in sources if not (ctx.dry_run and s.name in unsound)]
+    unsound = frozenset(s.name for s in sources if find_damage(engine.store, stored[s.name]))
+    pending = list(sources)
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
-    if ctx.dry_run:
-        # What the run's pass over a damaged source reports (`_rounds`), said before it runs.
-        damaged += [_damaged_source(source) for source in unsound]
-    cvv = _rounds(ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged)
+    cvv = _rounds(
+        ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged, unsound=unsound
+    )
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
         cvv = _rounds(
-            ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged
+            ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged, unsound=unsound
         )
         accept_loss = not damaged
     if accept_loss:
@@ -566,18 +564,21 @@ def _rounds(
     cvv: VectorTime,
     rounds: list[dict[str, Any]],
     damaged: list[dict[str, Any]],
+    unsound: frozenset[str],
 ) -> VectorTime:
     """DR4: round after round over the `pending` sources that meet `DVV-N ≤ CVV-A`, run (or, in a dry run, on
     paper with the same `ready_sources`); appends to `rounds`, takes the served sources out of `pending` and
-    returns the CVV A reaches."""
+    returns the CVV A reaches. A source in `unsound` (damaged, DR0) takes its place in a round and brings
+    nothing: its pass waits for its recovery."""
     if ctx.dry_run:
         # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
         # the vector A reaches is what the later rounds and the refusals are checked against.
-        planned = dr.plan_rounds(pending, dvvs, cvvs, cvv, name)
-        rounds += [
-            {"round": len(rounds) + i, "sources": [s.name for s in ready], "written": None}
-            for i, ready in enumerate(planned.rounds, start=1)
-        ]
+        brings = {n: VectorTime() if n in unsound else v for n, v in cvvs.items()}
+        planned = dr.plan_rounds(pending, dvvs, brings, cvv, name)
+        for ready in planned.rounds:
+            rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": None})
+            # What the run's pass over a damaged source reports, said before it runs.
+            damaged += [_damaged_source(s.name) for s in ready if s.name in unsound]
         pending[:] = planned.pending
         return planned.vector
     while ready := dr.ready_sources(pending, dvvs, cvv):

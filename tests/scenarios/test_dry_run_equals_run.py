@@ -102,6 +102,20 @@ def backed_up_then_lost(rc: Replctl) -> None:
     rc("drill", "disaster", "A", "--from", "1")
 
 
+def a_lost_b_damaged(rc: Replctl) -> None:
+    """A↔B, A↔C replicated; C deleted a1..a5; A loses everything and B's log is damaged: B takes its place in
+    a round and serves nothing (DR0), C fails DR4, and no loss is accepted while B cannot serve."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5")
+    rc("replicate")
+    rc("delete", "C", "--upto", "5")
+    rc("drill", "disaster", "A", "--from", "1")
+    rc("drill", "disaster", "B", "--from", "5")
+
+
 def three_with_c(rc: Replctl) -> None:
     """A↔B replicated, and C, new and unconnected."""
     replicated(rc)
@@ -254,6 +268,9 @@ CASES = {
     ),
     "recover location --accept-loss (DR4 source, then a DR3 neighbour)": Case(
         y_between_b_and_n_lost, ("recover", "location", "Y", "--accept-loss"), recovery
+    ),
+    "recover location --accept-loss (an eligible source damaged)": Case(
+        a_lost_b_damaged, ("recover", "location", "A", "--accept-loss"), recovery, code=5
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery
