@@ -529,7 +529,16 @@ def _event_recovery(
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
     cvv = _rounds(
-        ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged, unsound=unsound
+        ctx,
+        engine,
+        name,
+        pending,
+        dvvs=dvvs,
+        cvvs=cvvs,
+        cvv=cvv,
+        rounds=rounds,
+        damaged=damaged,
+        unsound=unsound,
     )
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
@@ -537,7 +546,16 @@ def _event_recovery(
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
         cvv = _rounds(
-            ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged, unsound=unsound
+            ctx,
+            engine,
+            name,
+            pending,
+            dvvs=dvvs,
+            cvvs=cvvs,
+            cvv=cvv,
+            rounds=rounds,
+            damaged=damaged,
+            unsound=unsound,
         )
         accept_loss = not damaged
     if accept_loss:
@@ -575,10 +593,10 @@ def _rounds(
         # the vector A reaches is what the later rounds and the refusals are checked against.
         brings = {n: VectorTime() if n in unsound else v for n, v in cvvs.items()}
         planned = dr.plan_rounds(pending, dvvs, brings, cvv, name)
-        for ready in planned.rounds:
-            rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": None})
+        for sources in planned.rounds:
+            rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in sources], "written": None})
             # What the run's pass over a damaged source reports, said before it runs.
-            damaged += [_damaged_source(s.name) for s in ready if s.name in unsound]
+            damaged += [_damaged_source(s.name) for s in sources if s.name in unsound]
         pending[:] = planned.pending
         return planned.vector
     while ready := dr.ready_sources(pending, dvvs, cvv):
