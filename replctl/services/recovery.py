@@ -162,7 +162,9 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
     more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
     gone: dict[str, tuple[int, int]] = {}
-    for op in _same_loss(ctx, loc):
+    # Every run since A's last completed recovery, not only those back to the newest loss: a loss found again
+    # while A was recovering (a second disaster) does not give back what an earlier run gave up.
+    for op in _same_loss(ctx, loc, since_completed=True):
         for step in op.steps:
             for origin, (lo, hi) in (
                 step.detail.get("given_up", {}).items() if step.name == ACCEPT_STEP else ()
@@ -171,9 +173,10 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     return gone
 
 
-def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
+def _same_loss(ctx: OperationContext, loc: Location, *, since_completed: bool = False) -> list[Operation]:
     """The earlier `recover` runs on A's current loss, newest first: while A is recovering, those since its
-    last completed recovery, back to the one that made it recovering (the metadata or restore step)."""
+    last completed recovery, back to the one that made it recovering (the metadata or restore step), or with
+    `since_completed` all of them (A stayed recovering through every loss found since)."""
     if loc.state is not LocationState.RECOVERING:
         return []
     with ctx.transaction() as tx:
@@ -185,7 +188,9 @@ def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
         if op.outcome is Outcome.SUCCEEDED:
             break
         same.append(op)
-        if any(step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps):
+        if not since_completed and any(
+            step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps
+        ):
             break
     return same
 

@@ -590,3 +590,27 @@ def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed
     doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
     assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
     assert rc.keys("A") == ["a3", "a4"]
+
+
+def test_what_an_accepted_loss_gave_up_is_named_lost_after_a_second_disaster_during_the_recovery(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DR5, DR0: the first run accepted B's deletion of a1, a2 (given up) and was killed; A then lost its log a
+    # second time while recovering, and the next run, killed too, journalled the loss again. The run that ends
+    # the recovery must still name a1, a2 lost: every run since A's last completed recovery counts, not only
+    # those back to the newest loss.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4")
+    rc("replicate")
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "A", "--from", "1")
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "recovering"
+    rc("drill", "disaster", "A", "--from", "1")
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--yes")
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
