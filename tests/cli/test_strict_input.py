@@ -205,3 +205,29 @@ def test_m2_a_column_of_conflicting_types_across_a_folders_files_is_refused(
         "bad-file",
         f"{folder / 'b.parquet'}: column 'payload' is int64, not a string",
     )
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [('{"key": "x", "key": "y"}', "key"), ('{"key": "x", "payload": {"a": [{"b": 1, "b": 2}]}}', "b")],
+)
+def test_a_field_given_twice_in_an_event_is_refused_on_every_path(
+    rc: Replctl, tmp_path: Path, event: str, field: str
+) -> None:
+    # Python's reader keeps the last value; which one the operator meant is unknown, so nothing is stored.
+    message = f'field "{field}" appears more than once in one object'
+    error = _refused(rc, "log", "append", "A", "--event", '{"key": "ok"}', "--event", event)
+    assert (error["code"], error["message"]) == ("bad-event", f"--event #2: {message}")
+    lines = tmp_path / "events.jsonl"
+    lines.write_text(f'{{"key": "ok"}}\n{event}\n')
+    error = _refused(rc, "log", "append", "A", "--file", str(lines))
+    assert (error["code"], error["message"]) == ("bad-event", f"events.jsonl:2: {message}")
+
+
+def test_a_parquet_payload_naming_a_field_twice_is_refused(rc: Replctl, tmp_path: Path) -> None:
+    file = _parquet(tmp_path / "events.parquet", {"payload": pa.array(['{"a": 1}', '{"a": 1, "a": 2}'])})
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert (error["code"], error["message"]) == (
+        "bad-event",
+        f'{file}: row 2: field "a" appears more than once in one object',
+    )
