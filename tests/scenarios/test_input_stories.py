@@ -51,11 +51,12 @@ def _show(rc: Replctl, location: str) -> list[tuple[int, str, list[str], str | N
     return [(e["seq"], e["key"], e["tags"], e["payload"]) for e in rc.json("log", "show", location)["events"]]
 
 
-POOR = {"key": pa.array(["a1", "a2"], pa.string())}
+# The same Spark column under different Arrow types (string and large_string, list and large_list) as well.
+POOR = {"key": pa.array(["a1", "a2"], pa.large_string())}
 RICH = {
     "key": pa.array(["b1", "b2"], pa.string()),
-    "payload": pa.array(['{"x": 1}', '{"y": 2}'], pa.string()),
-    "tags": pa.array([["t"], ["u", "v"]], pa.list_(pa.string())),
+    "payload": pa.array(['{"x": 1}', '{"y": 2}'], pa.large_string()),
+    "tags": pa.array([["t"], ["u", "v"]], pa.large_list(pa.string())),
 }
 
 
