@@ -5,8 +5,9 @@ would match it case-insensitively or store nulls), `tags` a list of strings (no 
 `payload` JSON text within the size limit. A file that is not Parquet says so (exit 2) instead of Spark's
 "An error occurred while calling oNNN.parquet". Nothing is written before the whole input passed.
 
-A folder is read as Spark reads it: every file below it, in subfolders too, except those whose name starts
-with `_` or `.` or that lie in such a folder. Its Parquet summary files (`_metadata`, `_common_metadata`) hold
+A folder is read as Spark reads it: every file below it, in subfolders too, except those whose name (or the
+name of a folder they lie in) starts with `.`, or with `_` and holds no `=`, and files still being copied
+(`._COPYING_`): `_part=1.parquet` is read, and checked. Its Parquet summary files (`_metadata`, `_common_metadata`) hold
 no events, but Spark merges their columns into the columns it reads, so their columns are checked like a
 file's: the run never refuses a column that a dry run let through.
 """
@@ -57,7 +58,12 @@ def _summaries(path: Path) -> list[Path]:
 
 
 def _hidden(parts: tuple[str, ...]) -> bool:
-    return any(part.startswith(("_", ".")) for part in parts)
+    # Spark's rule for the names it leaves out of a folder (HadoopFSUtils.shouldFilterOutPathName): a name
+    # with `=` is a partition's, read even when it starts with `_`.
+    return any(
+        part.startswith(".") or (part.startswith("_") and "=" not in part) or part.endswith("._COPYING_")
+        for part in parts
+    )
 
 
 def _schema(file: Path) -> pa.Schema:

@@ -231,3 +231,22 @@ def test_a_parquet_payload_naming_a_field_twice_is_refused(rc: Replctl, tmp_path
         "bad-event",
         f'{file}: row 2: field "a" appears more than once in one object',
     )
+
+
+def test_a_folders_file_that_spark_reads_is_checked_though_its_name_starts_with_an_underscore(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Spark reads `_part=1.parquet` (a name holding `=` is a partition's), so it is checked like any file;
+    # `_skipped.parquet` and `.hidden.parquet` are not read, and not checked.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet(folder / "a.parquet", {"key": pa.array(["a1"])})
+    not_json = {"payload": pa.array(["not json"])}
+    _parquet(folder / "_skipped.parquet", not_json)
+    _parquet(folder / ".hidden.parquet", not_json)
+    _parquet(folder / "_part=1.parquet", not_json)
+    error = _refused(rc, "log", "append", "A", "--file", str(folder))
+    assert (error["code"], error["message"]) == (
+        "bad-event",
+        f"{folder / '_part=1.parquet'}: row 1: payload is not JSON text (Expecting value)",
+    )
