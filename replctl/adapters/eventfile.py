@@ -7,9 +7,9 @@ would match it case-insensitively or store nulls), `tags` a list of strings (no 
 
 A folder is read as Spark reads it: every file below it, in subfolders too, except those whose name (or the
 name of a folder they lie in) starts with `.`, or with `_` and holds no `=`, and files still being copied
-(`._COPYING_`): `_part=1.parquet` is read, and checked. Its Parquet summary files (`_metadata`, `_common_metadata`) hold
-no events, but Spark merges their columns into the columns it reads, so their columns are checked like a
-file's: the run never refuses a column that a dry run let through.
+(`._COPYING_`): `_part=1.parquet` is read, and checked. Its Parquet summary files (`_metadata`,
+`_common_metadata`) hold no events, but Spark merges their columns into the columns it reads, so their columns
+are checked like a file's: the run never refuses a column that a dry run let through.
 """
 
 from __future__ import annotations
