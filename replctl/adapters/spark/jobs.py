@@ -139,7 +139,16 @@ def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str |
 
 def _parquet_inputs(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
     try:
-        raw = spark.read.parquet(path)
+        raw = (
+            spark.read
+            # The union of every file's columns (M2): without it Spark takes the columns of one footer (a
+            # summary file's or one part file's), and a column missing there is read as null in every file.
+            .option("mergeSchema", "true")
+            # Every file below the folder, as `adapters.eventfile` checks them: without it, files in a
+            # subfolder are left out and a folder named `key=x` becomes a column that overrides the files'.
+            .option("recursiveFileLookup", "true")
+            .parquet(path)
+        )
         fields = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
     except Exception as exc:
         raise InvalidInput(f"cannot read the event file {path}: {str(exc).splitlines()[0]}") from exc
