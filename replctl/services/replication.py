@@ -738,12 +738,14 @@ def _round(
     instead of a guess that the run would contradict (issue 14). A dry run leaves out a pass it has listed
     already (`PlannedRounds.listed`): a round lists only what the run's round may do anew.
     """
+    if planned is None:
+        return [_leased_pass(ctx, engine, conn) for conn in connections]
     reports: list[PassReport] = []
     for conn in connections:
-        if planned is not None and planned.listed(conn.key):
+        if planned.listed(conn.key):
             continue
-        earlier = planned.waits_for(conn.key) if planned is not None else None
-        if planned is not None and earlier is not None:
+        earlier = planned.waits_for(conn.key)
+        if earlier is not None:
             planned.depends(conn.key)
             reports.append(
                 PassReport(
@@ -757,16 +759,16 @@ def _round(
                 )
             )
             continue
+        # Decided by the run's own code path, execution switched off (the dry run's `ctx`).
         report = _leased_pass(ctx, engine, conn)
-        if planned is not None:
-            planned.decided(
-                conn.key,
-                writes=report.action in ("would-run", "would-copy"),
-                reads_to_end=report.reaches is not None,
-                state=report.state,
-                # Neither a damaged log (DR0) nor a connection blocked for recovery (DR5) is changed by a pass.
-                repeats=report.action in (DAMAGED, PassAction.BLOCKED.value),
-            )
+        planned.decided(
+            conn.key,
+            writes=report.action in ("would-run", "would-copy"),
+            reads_to_end=report.reaches is not None,
+            state=report.state,
+            # Neither a damaged log (DR0) nor a connection blocked for recovery (DR5) is changed by a pass.
+            repeats=report.action in (DAMAGED, PassAction.BLOCKED.value),
+        )
         reports.append(report)
     return reports
 
