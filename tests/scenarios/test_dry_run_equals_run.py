@@ -135,6 +135,17 @@ def backed_up_once(rc: Replctl) -> None:
     rc.append("A", "a4")
 
 
+def chain_against_the_order(rc: Replctl) -> None:
+    """Z→Y→X→W with z1, z2 at Z: in name order each pass comes before the one feeding it, so the run takes
+    one round per connection (Z→Y in round 1, Y→X in round 2, X→W in round 3)."""
+    for name in ("W", "X", "Y", "Z"):
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "Y")
+    rc("topology", "add", "Y", "X")
+    rc("topology", "add", "X", "W")
+    rc.append("Z", "z1", "z2")
+
+
 def without(doc: Doc, *keys: str) -> Doc:
     """The document without the keys only a run can fill (ids) and the dry-run flag."""
     return {k: v for k, v in doc.items() if k not in {"dry_run", *keys}}
@@ -254,6 +265,9 @@ CASES = {
     "replicate (a pending deletion completes)": Case(pending_at_a, ("replicate",), passes),
     "replicate (a pass earlier in the order is fed, round 2)": Case(chain_z_y_x, ("replicate",), passes),
     "replicate (a chain fed through passes that depend)": Case(chain_a_b_c_d, ("replicate",), passes),
+    "replicate (a chain against the order, rounds 1 to 3)": Case(
+        chain_against_the_order, ("replicate",), passes
+    ),
     "delete --upto (straddling cut)": Case(replicated, ("delete", "A", "--upto", "2"), deletion),
     "delete --upto (pending)": Case(replicated, ("delete", "A", "--upto", "4"), deletion, code=5),
     "delete --older-than": Case(replicated, ("delete", "A", "--older-than", "0s"), deletion, code=5),
