@@ -613,3 +613,19 @@ def test_what_an_accepted_loss_gave_up_is_named_lost_after_a_second_disaster_dur
     doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
     assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
     assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
+
+
+def test_a_recovery_that_made_the_location_active_ends_what_later_runs_name_lost(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DR5, DR1: the first recovery accepted B's deletion of a1, a2 and made A active (its `end` step), then was
+    # stopped before the operation's own end. A second loss later is a new one: its recovery brings a3, a4
+    # back from B and names nothing lost (a1, a2 were given up, and named, by the first recovery).
+    a_lost_what_b_deleted(rc)
+    killed(rc, monkeypatch, "operation.before-finish", "recover", "location", "A", "--accept-loss", "--yes")
+    assert rc.location("A")["state"] == "active"
+    rc("drill", "disaster", "A", "--from", "1")
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({}, {})
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
