@@ -375,7 +375,7 @@ class RecoveryOutcome:
     accepted: tuple[str, ...]
     cvv: dict[str, int]
     discarded: dict[str, list[int]]
-    lost: dict[str, list[int] | None]  # None: in a dry run, known only by running (DR3)
+    lost: dict[str, list[int] | None]  # None: unknown, what a filtered terminal source brings (DR3)
     backup: str | None = None
     clock_pruned: tuple[str, ...] | None = (
         None  # a restore: the pruned ids taken out of the backup's vts (RET2)
