@@ -159,10 +159,11 @@ def unproven_origins(
     held before the loss. `start` is A's CVV when its event recovery began (DR1).
 
     A's CVV after such a pass covers the events the filter dropped (through the vts of the events it wrote),
-    so it proves nothing about them. What proves it is the stores: an origin is proven when every event of it
-    with origin time in (`start`, `before`] that the source still stores is stored at A now. An event A held
-    there and lost was in the source's log (A's only neighbour); a physical deletion there is covered by
-    `start` (DR4: DVV-N ≤ CVV-A). Any event the source stores there and A does not may be one A held: unknown.
+    so it proves nothing about them. What proves an origin is that every event of it with origin time in
+    (`start`, `before`] is stored at A now: those the origin emitted (its appends, from the journal) and those
+    the source stores. Then A holds every event of that origin it could have held. The source's store alone
+    is no proof: A may have held events its only neighbour never stored (from a neighbour since retired, which
+    the source's CVV covers through another location or a history mode, ADD3). Otherwise: unknown.
     """
     served = filtered_sources(tx, name, doc)
     origins = sorted(o for o, t in before.to_dict().items() if o != name and t > start[o])
@@ -171,12 +172,16 @@ def unproven_origins(
     mine = tx.segments(name)
     unproven = set()
     for origin in origins:
+        low, high = start[origin], before[origin]
         theirs: set[int] = set()
+        for first, last in emitted_ranges(tx, origin):
+            theirs.update(range(max(first, low + 1), min(last, high) + 1))
+        # And what the source stores, should the journal lack an append.
         for source in sorted(served):
             segments = tx.segments(source)
             if segments:
-                theirs |= engine.origin_times(segments, origin, above=start[origin], upto=before[origin])
-        held = engine.origin_times(mine, origin, above=start[origin], upto=before[origin]) if mine else set()
+                theirs |= engine.origin_times(segments, origin, above=low, upto=high)
+        held = engine.origin_times(mine, origin, above=low, upto=high) if mine else set()
         if theirs - held:
             unproven.add(origin)
     return unproven
