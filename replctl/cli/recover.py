@@ -153,7 +153,7 @@ def _lost_lines(name: str, lost: Mapping[str, list[int] | None], *, dry_run: boo
     elif unknown:
         # The run's None: its filtered pass left out events of these origins that the location may have held.
         lines.append(
-            f"{name}: whether events of {', '.join(unknown)} it held are lost cannot be told: the filtered "
-            "source's pass (DR3) left out events of theirs it still stores"
+            f"{name}: whether events of {', '.join(unknown)} it held are lost cannot be told: after the "
+            "filtered source's pass (DR3), events of theirs its clock covered are not back"
         )
     return lines

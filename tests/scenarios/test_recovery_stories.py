@@ -697,7 +697,7 @@ def test_the_text_of_a_run_names_the_origins_whose_loss_it_cannot_tell(rc: Replc
     m_retired_behind_a_filter(rc)
     out = rc("recover", "location", "A")
     assert out.stdout.splitlines()[-1] == (
-        "A: whether events of M it held are lost cannot be told: the filtered source's pass (DR3) left out "
-        "events of theirs it still stores"
+        "A: whether events of M it held are lost cannot be told: after the filtered source's pass (DR3), "
+        "events of theirs its clock covered are not back"
     )
     assert "lost for good" not in out.stdout
