@@ -19,6 +19,7 @@ sqlglot costs about 0.1 s to import, so it is imported inside the functions: com
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -138,15 +139,18 @@ def _parse_filter(text: str) -> FilterExpr:
     return FilterExpr(normalised=normalised, columns=frozenset(columns))
 
 
-def or_origin(normalised: str, location: str) -> str:
+def or_origin(filters: str | Sequence[str], location: str) -> str:
     """DR3: the filter of a terminal location's recovery source, OR-ed with ``origin = '<location>'``.
 
-    Returns the normalised text of ``(<normalised>) OR origin = '<location>'``.
+    `filters` is one normalised filter or several (every filter the connection ever had, core.recovery
+    `history_filters`), each kept in its own parentheses. Returns the normalised text of
+    ``(<f1>) OR (<f2>) ... OR origin = '<location>'``.
     """
     from sqlglot import exp
 
+    each = [filters] if isinstance(filters, str) else list(filters)
     literal = exp.Literal.string(location).sql(dialect=DIALECT)
-    return parse_filter(f"({normalised}) OR origin = {literal}").normalised
+    return parse_filter(" OR ".join([*(f"({f})" for f in each), f"origin = {literal}"])).normalised
 
 
 def _parse(text: str) -> exp.Expr:

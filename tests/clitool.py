@@ -124,6 +124,23 @@ def lose_what_the_neighbour_deleted(rc: Replctl, *, lost_from: int) -> None:
     rc("drill", "disaster", "A", "--from", str(lost_from))
 
 
+def terminal_once_unfiltered(rc: Replctl) -> None:
+    """A terminal behind N→A, filtered `x%` (x1 came), cleared (z1 came), then filtered `y%` (y2 came, w1 not):
+    the connection was once unfiltered, so DR3 recovers A from N unfiltered."""
+    rc("location", "add", "A")
+    rc("location", "add", "N")
+    rc("topology", "add", "A", "N")
+    rc("topology", "add", "N", "A", "--filter", "key like 'x%'")
+    rc.append("N", "x1")
+    rc("replicate")
+    rc("topology", "filter", "N", "A", "--clear")
+    rc.append("N", "z1")
+    rc("replicate")
+    rc("topology", "filter", "N", "A", "--set", "key like 'y%'")
+    rc.append("N", "w1", "y2")
+    rc("replicate")
+
+
 def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
     """A↔B↔Y, and (`with_n`) A→N→Y; a1..a6 everywhere, then N deletes a1..a6 (its only target Y has them),
     B deletes a1..a2, and Y loses its whole log. B is Y's eligible source but fails DR4 (it deleted A:1..2,

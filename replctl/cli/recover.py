@@ -141,13 +141,19 @@ def register(root: typer.Typer) -> None:
 
 def _lost_lines(name: str, lost: Mapping[str, list[int] | None], *, dry_run: bool) -> list[str]:
     """A recovery's `lost` for people: what no source, backup or blocked neighbour holds (the disaster or
-    the consent took it), and what a dry run cannot tell (None: a filtered source's pass decides, DR3)."""
+    the consent took it), and what a dry run, or a run, cannot tell (None: a filtered source's pass, DR3)."""
     known = {o: r for o, r in lost.items() if r is not None}
     unknown = sorted(set(lost) - set(known))
     lines = []
     if known:
         text = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in known.items())
         lines.append(f"{name}: events {text} {'would be' if dry_run else 'are'} lost for good")
-    if unknown:
+    if unknown and dry_run:
         lines.append(f"{name}: what of {', '.join(unknown)} is lost is known only by running")
+    elif unknown:
+        # The run's None: its filtered pass left out events of these origins that the location may have held.
+        lines.append(
+            f"{name}: whether events of {', '.join(unknown)} it held are lost cannot be told: after the "
+            "filtered source's pass (DR3), events of theirs its clock covered are not back"
+        )
     return lines

@@ -250,7 +250,7 @@ def recoverability(
     sources (DR3) with their current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered
     terminal source makes the answer depend on event contents: `unknown`, never a guess."""
     name = location.name
-    sources, _ = dr.eligible_sources(state, name, connections, _keep_filter)
+    sources, _ = dr.eligible_sources(state, name, connections, dr.any_filter)
     backup_id_ = backup.id if backup else None
     if any(s.filter is not None for s in sources):
         return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
@@ -272,11 +272,6 @@ def recoverability(
 def shortfall_text(shortfall: Mapping[str, Sequence[int]]) -> str:
     """A shortfall as operators read it: `A: 1..2, C: 4..4` (origin, first and last origin time lost)."""
     return ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in sorted(shortfall.items())) or "an unknown part"
-
-
-def _keep_filter(filter_: str, _location: str) -> str:
-    # Only whether a source is filtered matters here; the expression itself is never evaluated.
-    return filter_
 
 
 def shortfall(cvv: VectorTime, reached: VectorTime) -> dict[str, tuple[int, int]]:

@@ -8,7 +8,7 @@ with the reason and their connection into A stays blocked (DR5).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -194,15 +194,41 @@ def neighbours(state: TopologyState, name: str) -> list[str]:
     return sorted({t for s, t in state.edges if s == name} | {s for s, t in state.edges if t == name})
 
 
+def history_filters(
+    state: TopologyState, source: str, target: str, current: str | None
+) -> tuple[str, ...] | None:
+    """DR3's filter for a terminal location's source: every filter `source→target` ever had (sorted), or None
+    when the connection was ever unfiltered (added without one, or cleared), in any incarnation (ADD4: a
+    removed connection's filters are history). `current` is the connection's filter now.
+
+    The current filter alone is not enough: an event the location received under an earlier filter and lost
+    would not pass it, yet the location's CVV after recovery covers it through later events, so no pass would
+    ever bring it again (CF1): a silent loss. Through every filter ever in force, each such event comes back.
+    The location may also receive events an earlier filter passes that it never held (they came after that
+    filter was changed): extra events, never a lost one.
+    """
+    ever = set(state.filters_ever.get((source, target), frozenset())) | {current}
+    if None in ever:
+        return None
+    return tuple(sorted(f for f in ever if f is not None))
+
+
+def any_filter(filters: Sequence[str], _location: str) -> str:
+    """An `or_origin` for `eligible_sources` callers that ask only whether a source is filtered (BK3, the loss
+    report): the expressions are joined, never evaluated."""
+    return " OR ".join(filters)
+
+
 def eligible_sources(
     state: TopologyState,
     name: str,
     connections: Mapping[tuple[str, str], Connection],
-    or_origin: Callable[[str, str], str],
+    or_origin: Callable[[Sequence[str], str], str],
 ) -> tuple[list[Source], list[Refusal]]:
-    """DR3: both directions exist and were never filtered; or A is terminal and N→A is used with `origin = A`.
+    """DR3: both directions exist and were never filtered; or A is terminal and N→A is used with every filter it
+    ever had (`history_filters`), OR-ed together and with `origin = A`; unfiltered if N→A ever was.
 
-    `or_origin(filter, location)` is how the caller ORs a filter with `origin = A` (it knows the filter language).
+    `or_origin(filters, location)` is how the caller ORs filters with `origin = A` (it knows the filter language).
     """
     around = neighbours(state, name)
     terminal = len(around) == 1
@@ -218,7 +244,8 @@ def eligible_sources(
         if both and not filtered:
             sources.append(Source(n, None))
         elif terminal:
-            sources.append(Source(n, or_origin(into.filter, name) if into.filter else None))
+            filters = history_filters(state, n, name, into.filter)
+            sources.append(Source(n, or_origin(filters, name) if filters else None))
         else:
             why = "was filtered" if filtered else f"has no connection {name}→{n}"
             refused.append(
@@ -348,7 +375,7 @@ class RecoveryOutcome:
     accepted: tuple[str, ...]
     cvv: dict[str, int]
     discarded: dict[str, list[int]]
-    lost: dict[str, list[int] | None]  # None: in a dry run, known only by running (DR3)
+    lost: dict[str, list[int] | None]  # None: unknown, what a filtered terminal source brings (DR3)
     backup: str | None = None
     clock_pruned: tuple[str, ...] | None = (
         None  # a restore: the pruned ids taken out of the backup's vts (RET2)

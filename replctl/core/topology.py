@@ -43,6 +43,11 @@ class TopologyState:
     # minus retired locations. Kept so that `apply` continues a fold exactly (H5 holds for any later change).
     ever_connected: frozenset[Pair] = frozenset()
     ever_filter_set: frozenset[Pair] = frozenset()
+    # Every filter each directed connection ever had, across removals and reconnects (ADD4: a removed
+    # connection's filters are history), None standing for a time it had none (added unfiltered, or cleared).
+    # A set of what was recorded, so it depends on the set of changes only (H5). DR3 recovers a terminal
+    # location through all of them (core.recovery.history_filters).
+    filters_ever: Mapping[Pair, frozenset[str | None]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def locations(self) -> frozenset[str]:
@@ -112,6 +117,7 @@ class _Builder:
         self.ever_filter_set: set[Pair] = set()
         self.current: dict[Pair, str | None] = {}
         self.groups: dict[str, frozenset[str]] = {}
+        self.filters_ever: dict[Pair, set[str | None]] = {}
 
     @classmethod
     def from_state(cls, state: TopologyState) -> _Builder:
@@ -123,6 +129,7 @@ class _Builder:
         builder.ever_filter_set = set(state.ever_filter_set)
         builder.current = dict(state.current)
         builder.groups = dict(state.groups)
+        builder.filters_ever = {pair: set(filters) for pair, filters in state.filters_ever.items()}
         return builder
 
     def add(self, change: Change) -> None:
@@ -144,6 +151,7 @@ class _Builder:
 
     def _change_connection(self, kind: ChangeKind, pair: Pair, expression: str | None) -> None:
         if kind is _ADDED:
+            self.filters_ever.setdefault(pair, set()).add(expression)
             self.ever_connected.add(pair)
             if expression is not None:
                 self.ever_filter_set.add(pair)  # H3
@@ -152,11 +160,16 @@ class _Builder:
             self.current.pop(pair, None)  # the edge stays in H (H2)
         elif kind is _FILTER_SET:
             if expression is not None:
+                self.filters_ever.setdefault(pair, set()).add(expression)
                 self.ever_filter_set.add(pair)  # H3
                 if pair in self.current:
                     self.current[pair] = expression
-        elif pair in self.current:  # FILTER_CLEARED
-            self.current[pair] = None  # still ever filtered (H3)
+        else:  # FILTER_CLEARED
+            # Recorded whether or not the connection is current: an unfiltered time in the history makes DR3's
+            # recovery unfiltered, which can bring more, never less.
+            self.filters_ever.setdefault(pair, set()).add(None)
+            if pair in self.current:
+                self.current[pair] = None  # still ever filtered (H3)
 
     def _add_location(self, change: Change) -> None:
         if change.location is None:
@@ -184,4 +197,5 @@ class _Builder:
             groups=MappingProxyType(dict(self.groups)),
             ever_connected=frozenset(self.ever_connected),
             ever_filter_set=frozenset(self.ever_filter_set),
+            filters_ever=MappingProxyType({pair: frozenset(fs) for pair, fs in self.filters_ever.items()}),
         )

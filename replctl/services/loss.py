@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from replctl.core import backups as bk
@@ -101,6 +101,7 @@ def report_lost(
     own: list[int],
     given_up: Mapping[str, tuple[int, int]] | None = None,
     planned: bool = False,
+    unproven: Collection[str] = (),
 ) -> None:
     """`doc["lost"]`: what of `before` (A's CVV before the recovery) the recovery's `reached` vector lacks and
     no refused neighbour still holds (those may serve a later `recover`, DR5): lost for good.
@@ -109,7 +110,8 @@ def report_lost(
     never stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
     (`planned`) an entry only the run can tell is None. `given_up` is what accepted losses merged into A's
     CVV (DR5, per origin `(from, to)`): `reached` covers it, yet no event of it came back, so the part A held
-    before is lost (A's own part is in `own`)."""
+    before is lost (A's own part is in `own`). `unproven` are the foreign origins of which the run cannot tell
+    whether all came back (`unproven_origins`): None too."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
     held = [x.cvv for x in tx.locations() if x.name in refused]
@@ -119,18 +121,70 @@ def report_lost(
     if planned:
         # A filtered terminal source's pass (DR3) brings the foreign events its filter passes: which ones
         # depends on their contents, so a gap such a source's CVV reaches is known only by running.
-        rounds = {n for r in doc["rounds"] for n in r["sources"]}
-        filtered = [
-            x.cvv
-            for x in tx.locations()
-            if x.name in rounds and (c := tx.connection(x.name, name)) is not None and c.filter is not None
-        ]
+        served = filtered_sources(tx, name, doc)
+        filtered = [x.cvv for x in tx.locations() if x.name in served]
         for origin, (lo, _hi) in list(lost.items()):
             if any(cvv[origin] >= lo for cvv in filtered):
                 lost[origin] = None
+    for origin in unproven:
+        # The run's filtered pass left out events of this origin that A may have held (`unproven_origins`):
+        # A's CVV covers them now, so its shortfall says nothing about them. Unknown, as the dry run says.
+        lost[origin] = None
     if own:
         lost[name] = list(loss.span(own))
     doc["lost"] = dict(sorted(lost.items()))
+
+
+def filtered_sources(tx: CatalogTransaction, name: str, doc: Mapping[str, Any]) -> set[str]:
+    """The sources of the recovery's rounds (`doc["rounds"]`) whose pass was filtered (DR3: a terminal
+    location's source, unless its connection into A was ever unfiltered), as `eligible_sources` decides it for
+    the passes themselves."""
+    sources, _ = dr.eligible_sources(
+        load_state(tx), name, {c.key: c for c in tx.connections()}, dr.any_filter
+    )
+    served = {n for r in doc["rounds"] for n in r["sources"]}
+    return {s.name for s in sources if s.filter is not None and s.name in served}
+
+
+def unproven_origins(
+    tx: CatalogTransaction,
+    engine: DataPlane,
+    name: str,
+    doc: Mapping[str, Any],
+    *,
+    before: VectorTime,
+    start: VectorTime,
+) -> set[str]:
+    """After the run: the foreign origins of which a filtered source's pass (DR3) may have left out an event A
+    held before the loss. `start` is A's CVV when its event recovery began (DR1).
+
+    A's CVV after such a pass covers the events the filter dropped (through the vts of the events it wrote),
+    so it proves nothing about them. What proves an origin is that every event of it with origin time in
+    (`start`, `before`] is stored at A now: those the origin emitted (its appends, from the journal) and those
+    the source stores. Then A holds every event of that origin it could have held. The source's store alone
+    is no proof: A may have held events its only neighbour never stored (from a neighbour since retired, which
+    the source's CVV covers through another location or a history mode, ADD3). Otherwise: unknown.
+    """
+    served = filtered_sources(tx, name, doc)
+    origins = sorted(o for o, t in before.to_dict().items() if o != name and t > start[o])
+    if not served or not origins:
+        return set()
+    mine = tx.segments(name)
+    unproven = set()
+    for origin in origins:
+        low, high = start[origin], before[origin]
+        theirs: set[int] = set()
+        for first, last in emitted_ranges(tx, origin):
+            theirs.update(range(max(first, low + 1), min(last, high) + 1))
+        # And what the source stores, should the journal lack an append.
+        for source in sorted(served):
+            segments = tx.segments(source)
+            if segments:
+                theirs |= engine.origin_times(segments, origin, above=low, upto=high)
+        held = engine.origin_times(mine, origin, above=low, upto=high) if mine else set()
+        if theirs - held:
+            unproven.add(origin)
+    return unproven
 
 
 def own_lost_after(

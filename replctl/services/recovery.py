@@ -206,6 +206,22 @@ def _while_recovering(ctx: OperationContext, loc: Location) -> list[Operation]:
     return since
 
 
+def _start_of_rounds(ctx: OperationContext, loc: Location) -> VectorTime:
+    """The CVV A's event recovery started from on its current loss (DR1): the one the metadata or restore step
+    journalled, in this run or in the earlier run it resumes. A pass that ran before a kill raised A's CVV
+    since, so the catalog's is no start. With no such step journalled, `DVV-A ⊔ baseline`: lower, so the
+    loss report checks more origin times, never fewer (`loss.unproven_origins`)."""
+    with ctx.transaction(readonly=True) as tx:
+        runs = tx.find_operations("recover location", {"location": loc.name})
+    for op in runs:
+        if op.id != ctx.id and op.outcome is Outcome.SUCCEEDED:
+            break  # an earlier loss, recovered
+        for step in op.steps:
+            if step.name in BEFORE_STEPS and "cvv" in step.detail:
+                return VectorTime(step.detail["cvv"])
+    return loc.dvv | loc.baseline
+
+
 def _widen(gone: dict[str, tuple[int, int]], origin: str, lo: int, hi: int) -> None:
     """Add the origin times `lo..hi` of `origin` to `gone`, as one span per origin (the `lost` shape)."""
     was = gone.get(origin, (lo, hi))
@@ -394,9 +410,11 @@ def finish_recovery(
         tx.put_location(ended)
         ctx.step(tx, END_STEP, {"seq": ended.seq, "floor": floor, "state": ended.state.value})
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
+    start = _start_of_rounds(ctx, ended)
     with ctx.transaction(readonly=True) as tx:
         own = loss.own_lost_after(tx, engine, name, before, deleted_own=deleted_own, doc=doc)
-        loss.report_lost(tx, name, before, ended.cvv, doc, own=own, given_up=gone)
+        unproven = loss.unproven_origins(tx, engine, name, doc, before=before, start=start)
+        loss.report_lost(tx, name, before, ended.cvv, doc, own=own, given_up=gone, unproven=unproven)
     doc["clock"]["after"] = ended.seq
     doc["cvv"] = ended.cvv.to_dict()
     if doc["refused"]:

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from clitool import Replctl, chain_a_b_c_d, chain_z_y_x, lose_what_the_neighbour_deleted, y_between_b_and_n
+from clitool import (
+    Replctl,
+    chain_a_b_c_d,
+    chain_z_y_x,
+    lose_what_the_neighbour_deleted,
+    terminal_once_unfiltered,
+    y_between_b_and_n,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -91,6 +98,13 @@ def lost_what_b_deleted(rc: Replctl) -> None:
 def y_between_b_and_n_lost(rc: Replctl) -> None:
     """Y loses everything; its eligible source B deleted A:1..2 (DR4), N deleted A:1..6 and is no source (DR3)."""
     y_between_b_and_n(rc, with_n=True)
+
+
+def terminal_once_unfiltered_lost(rc: Replctl) -> None:
+    """A terminal behind a filter once cleared loses everything: DR3's recovery is unfiltered, so the dry run
+    knows what the run brings."""
+    terminal_once_unfiltered(rc)
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
 
 
 def backed_up_then_lost(rc: Replctl) -> None:
@@ -307,6 +321,9 @@ CASES = {
     ),
     "recover location --accept-loss (an eligible source damaged)": Case(
         a_lost_b_damaged, ("recover", "location", "A", "--accept-loss"), recovery, code=5
+    ),
+    "recover location (terminal, its filter once cleared: unfiltered, DR3)": Case(
+        terminal_once_unfiltered_lost, ("recover", "location", "A"), recovery
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clitool import Replctl, y_between_b_and_n
+from clitool import Replctl, terminal_once_unfiltered, y_between_b_and_n
 from crashed import died, killed
 
 pytestmark = pytest.mark.spark
@@ -629,3 +629,114 @@ def test_a_recovery_that_made_the_location_active_ends_what_later_runs_name_lost
     doc = rc.json("recover", "location", "A", "--yes")
     assert (planned["lost"], doc["lost"]) == ({}, {})
     assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
+
+
+def test_a_terminal_location_gets_back_what_it_held_through_a_filter_since_changed_dr3(rc: Replctl) -> None:
+    # DR3 through every filter N→A ever had: x1 came in under `x%`; after the change to `y%`, y2's vt covers
+    # it, so a recovery through `y%` alone never brought it back and said nothing was lost.
+    rc("location", "add", "A")
+    rc("location", "add", "N")
+    rc("topology", "add", "A", "N")
+    rc("topology", "add", "N", "A", "--filter", "key like 'x%'")
+    rc.append("N", "x1", "y1")
+    rc.append("A", "a1")
+    rc("replicate")
+    rc("topology", "filter", "N", "A", "--set", "key like 'y%'")
+    rc.append("N", "y2")
+    rc("replicate")
+    assert rc.stored("A") == [("A", 1, "a1"), ("N", 1, "x1"), ("N", 4, "y2")]
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A")
+    # The dry run cannot tell what a filtered pass brings; the run checks the stores: every event of N's
+    # that N stores up to A's CVV before the loss is at A again, so nothing of N's is lost.
+    assert (planned["lost"], doc["lost"]) == ({"N": None}, {})
+    assert doc["rounds"] == [{"round": 1, "sources": ["N"], "written": 4}]
+    # In N's order, numbered after T = 3 (DR1); y1 A never held comes too (`x%` passed nothing of it, `y%`
+    # does): extra, never lost.
+    assert [
+        (e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"])
+        for e in rc.json("log", "show", "A")["events"]
+    ] == [
+        (4, "N", 1, {"N": 1}, "x1"),
+        (5, "N", 2, {"N": 2}, "y1"),
+        (6, "A", 1, {"A": 1}, "a1"),
+        (7, "N", 4, {"A": 1, "N": 4}, "y2"),
+    ]
+    rc("topology", "filter", "N", "A", "--set", "key like 'x%'")
+    rc("replicate")
+    assert rc.stored("A") == [("N", 1, "x1"), ("N", 2, "y1"), ("A", 1, "a1"), ("N", 4, "y2")]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_terminal_location_whose_filter_was_once_cleared_recovers_unfiltered_dr3(rc: Replctl) -> None:
+    # N→A was unfiltered for a while (z1 came then): DR3's recovery from N is unfiltered, so BK3 can decide
+    # it (no filter makes it depend on event contents) and the dry run knows what the run brings.
+    terminal_once_unfiltered(rc)
+    assert rc.stored("A") == [("N", 1, "x1"), ("N", 2, "z1"), ("N", 4, "y2")]
+    assert rc.location("A")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A")
+    assert (planned["lost"], doc["lost"]) == ({}, {})
+    assert planned["cvv"] == doc["cvv"] == {"N": 4}
+    assert rc.stored("A") == [("N", 1, "x1"), ("N", 2, "z1"), ("N", 3, "w1"), ("N", 4, "y2")]
+    assert rc.json("log", "verify")["ok"]
+
+
+def m_retired_behind_a_filter(rc: Replctl, *, n_holds_m1: bool = True) -> None:
+    """M, since retired, gave m1 to A directly; A's only neighbour now is N, whose N→A (`x%`) never passes m1
+    and whose x1 (vt covering M:1) A holds; then A loses its whole log. N stores m1 too (from M and A), or
+    (`n_holds_m1` False) never stored it: it got only K's k1 (K→N `k%`), whose vt covers m1."""
+    for name in ("A", "N", "M", *([] if n_holds_m1 else ["K"])):
+        rc("location", "add", name)
+    rc("topology", "add", "M", "A")
+    via = "N" if n_holds_m1 else "K"
+    rc("topology", "add", "M", via)
+    if n_holds_m1:
+        rc("topology", "add", "A", "N")
+    else:
+        rc("topology", "add", "K", "N", "--filter", "key like 'k%'")
+    rc.append("M", "m1")
+    rc("replicate")
+    if not n_holds_m1:
+        rc.append("K", "k1")
+        rc("replicate")
+    rc("topology", "remove", "M", "A")
+    rc("topology", "remove", "M", via)
+    rc("location", "retire", "M")
+    rc("topology", "add", "N", "A", "--filter", "key like 'x%'")
+    rc.append("N", "x1")
+    rc("replicate")
+    held = [("M", 1, "m1")] if n_holds_m1 else [("K", 2, "k1")]
+    assert rc.stored("N") == [*held, ("N", 2, "x1")]
+    assert rc.stored("A") == [("M", 1, "m1"), ("N", 2, "x1")]
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+
+
+@pytest.mark.parametrize("n_holds_m1", [True, False], ids=["N stores m1", "N's CVV covers m1 through K"])
+def test_a_run_through_a_filtered_source_says_unknown_for_what_it_cannot_prove_came_back(
+    rc: Replctl, n_holds_m1: bool
+) -> None:
+    # m1 does not come back, and A's CVV after the run covers it through x1: the run cannot tell whether A
+    # lost it, so `lost` says unknown (null), as its dry run does, never `{}`. N's own events are all back.
+    m_retired_behind_a_filter(rc, n_holds_m1=n_holds_m1)
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A")
+    # Through K, N's CVV covers m1 and k1 though N stores neither: only K's and M's journalled appends say
+    # that A lacks events of theirs (k1, which A never held, is one; the run cannot tell it from m1).
+    unknown = {} if n_holds_m1 else {"K": None}
+    assert (planned["lost"], doc["lost"]) == ({"M": None, "N": None, **unknown}, {"M": None, **unknown})
+    assert (doc["refused"], doc["cvv"]) == ([], {"M": 1, "N": 2, **({} if n_holds_m1 else {"K": 2})})
+    assert rc.stored("A") == [("N", 2, "x1")]
+    assert rc.location("A")["state"] == "active"  # nothing is pending that a re-run would bring
+
+
+def test_the_text_of_a_run_names_the_origins_whose_loss_it_cannot_tell(rc: Replctl) -> None:
+    m_retired_behind_a_filter(rc)
+    out = rc("recover", "location", "A")
+    assert out.stdout.splitlines()[-1] == (
+        "A: whether events of M it held are lost cannot be told: after the filtered source's pass (DR3), "
+        "events of theirs its clock covered are not back"
+    )
+    assert "lost for good" not in out.stdout

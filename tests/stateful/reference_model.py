@@ -74,15 +74,19 @@ def covers(vector: VT, event: Event) -> bool:
     return vector.get(event.origin, 0) >= event.origin_time
 
 
-def passes(filter_expr: str | None, event: Event, *, or_origin: str | None = None) -> bool:
-    """A connection filter (None = unfiltered); DR3 ORs a terminal source's filter with `origin = A`."""
-    if filter_expr is None:
+def passes(filters: str | tuple[str, ...] | None, event: Event, *, or_origin: str | None = None) -> bool:
+    """A connection filter (None = unfiltered); DR3 ORs every filter a terminal source's connection ever had,
+    and `origin = A`."""
+    if filters is None:
         return True
     if or_origin is not None and event.origin == or_origin:
         return True
-    match = _KEY_FILTER.match(filter_expr)
-    assert match, f"the model reads only key filters, not {filter_expr!r}"
-    return event.key == match.group(1)
+    for filter_expr in (filters,) if isinstance(filters, str) else filters:
+        match = _KEY_FILTER.match(filter_expr)
+        assert match, f"the model reads only key filters, not {filter_expr!r}"
+        if event.key == match.group(1):
+            return True
+    return False
 
 
 @dataclass
@@ -154,6 +158,8 @@ class ReferenceModel:
         self.refused_last: list[str] = []  # the neighbours the last event recovery could not use (DR5)
         self.edges: set[tuple[str, str]] = set()  # H2: every connection ever added
         self.filtered: set[tuple[str, str]] = set()  # H3: every connection ever filtered
+        # Every filter each connection ever had, across reconnects (ADD4), None for a time without one (DR3).
+        self.filters_ever: dict[tuple[str, str], set[str | None]] = {}
         self.pruned: set[str] = set()  # RET2: ids left out of every vt
         self.groups: dict[str, set[str]] = {}  # RFC1: declared application groups
         self.backups: list[Backup] = []  # BK1, oldest first
@@ -296,6 +302,7 @@ class ReferenceModel:
             elif history == "none":
                 self._merge_baseline(target, self._foreign(source.cvv, target.cvv))
             # ADD4: a reconnect is a new connection at progress 0; ADD1 decides whether it starts now.
+            self.filters_ever.setdefault((s, t), set()).add(filter_expr)
             self.connections[(s, t)] = Connection(
                 s,
                 t,
@@ -345,6 +352,7 @@ class ReferenceModel:
             return Outcome(3, refusal)
         self.filtered = filtered
         for p in pairs:
+            self.filters_ever.setdefault(p, set()).add(filter_expr)
             conn = self.connections[p]
             conn.filter = filter_expr
             conn.ever_filtered = conn.ever_filtered or filter_expr is not None
@@ -493,7 +501,12 @@ class ReferenceModel:
         return DONE
 
     def _pass(
-        self, src: str, dst: str, *, recovery: bool = False, recovery_filter: str | None = None
+        self,
+        src: str,
+        dst: str,
+        *,
+        recovery: bool = False,
+        recovery_filter: tuple[str, ...] | None = None,
     ) -> bool:
         """One pass X→Y (REP1, REP2); a recovery pass (DR4) runs whatever the state and leaves it active."""
         conn = self.connections[(src, dst)]
@@ -508,7 +521,7 @@ class ReferenceModel:
             if not vt_leq(source.dvv, target.cvv):  # ADD1
                 return False
             conn.state, activated = ACTIVE, True
-        filter_expr = recovery_filter if recovery else conn.filter
+        filter_expr: str | tuple[str, ...] | None = recovery_filter if recovery else conn.filter
         projection = self.admission(src, dst)  # RFC2; event recovery is ordinary replication too (DR4)
         start, base, last, written = conn.progress, target.seq, conn.progress, 0
         for event in [e for e in source.events if e.seq > start]:
@@ -723,7 +736,7 @@ class ReferenceModel:
         `accept_loss` accepts: what they deleted that A still lacks is merged into CVV-A, DVV-A (DR5)."""
         around = self.neighbours(name)
         terminal = len(around) == 1
-        sources: list[tuple[str, str | None]] = []
+        sources: list[tuple[str, tuple[str, ...] | None]] = []
         refused: list[str] = []
         for n in around:
             into, out = self.connections.get((n, name)), self.connections.get((name, n))
@@ -733,7 +746,8 @@ class ReferenceModel:
             if out is not None and out.current and not filtered:
                 sources.append((n, None))
             elif terminal:
-                sources.append((n, into.filter))
+                ever = self.filters_ever.get((n, name), set()) | {into.filter}
+                sources.append((n, None if None in ever else tuple(sorted(f for f in ever if f is not None))))
             else:
                 refused.append(n)
         dvvs = {n: dict(self.locations[n].dvv) for n, _ in sources + [(r, None) for r in refused]}
@@ -753,7 +767,9 @@ class ReferenceModel:
             self._merge_baseline(target, self._lacking(dvvs[source], target.cvv))
         return self.refused_last
 
-    def _rounds(self, name: str, waiting: list[tuple[str, str | None]], dvvs: dict[str, VT]) -> None:
+    def _rounds(
+        self, name: str, waiting: list[tuple[str, tuple[str, ...] | None]], dvvs: dict[str, VT]
+    ) -> None:
         """DR4: round after round, every waiting source whose DVV ≤ CVV-A serves (and leaves `waiting`)."""
         while ready := [s for s in waiting if vt_leq(dvvs[s[0]], self.locations[name].cvv)]:
             for source, filter_expr in ready:

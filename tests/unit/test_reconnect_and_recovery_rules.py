@@ -7,10 +7,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replctl.core.deletion import PassOutlook, Target, changed_logs, pending_target, with_progress
-from replctl.core.model import Connection, ConnectionState, HistoryMode, Location, LocationState
+from replctl.core.model import (
+    Change,
+    ChangeKind,
+    Connection,
+    ConnectionState,
+    HistoryMode,
+    Location,
+    LocationState,
+    Role,
+)
 from replctl.core.recovery import (
     Source,
+    eligible_sources,
     given_up,
+    history_filters,
     least_loss,
     progress_resets,
     recovered_clock,
@@ -18,7 +29,9 @@ from replctl.core.recovery import (
     still_missing,
 )
 from replctl.core.startrule import new_connection, start_rule
+from replctl.core.topology import fold
 from replctl.core.vectortime import VectorTime
+from replctl.filterexpr import or_origin
 
 
 def test_add4_a_reconnect_starts_at_zero_unfiltered_and_stays_ever_filtered() -> None:
@@ -117,3 +130,57 @@ def test_dr5_accepting_merges_only_the_entries_the_cvv_lacks_and_names_them_as_g
     assert still_missing(dvv, cvv) == VectorTime({"B": 1})
     assert given_up(VectorTime({"A": 2}), VectorTime({})) == {"A": (1, 2)}
     assert given_up(still_missing(dvv, cvv), cvv) == {"B": (1, 1)}
+
+
+X, Y, Z = "key LIKE 'x%'", "key LIKE 'y%'", "key = 'z'"
+
+
+def _history(*changes: tuple[ChangeKind, str | None]) -> list[Change]:
+    """A↔N, A terminal; then the given changes of N→A with their filters, in order."""
+    located = [Change(kind=ChangeKind.LOCATION_ADDED, location=n, role=Role.READ_WRITE) for n in "AN"]
+    out = Change(kind=ChangeKind.CONNECTION_ADDED, source="A", target="N")
+    into = [Change(kind=kind, source="N", target="A", filter=expression) for kind, expression in changes]
+    return [*located, out, *into]
+
+
+def _terminal_sources(changes: list[Change], current: str | None) -> list[Source]:
+    connections = {
+        ("A", "N"): Connection("A", "N", ConnectionState.ACTIVE),
+        ("N", "A"): Connection("N", "A", ConnectionState.ACTIVE, filter=current, ever_filtered=True),
+    }
+    sources, refused = eligible_sources(fold(changes), "A", connections, or_origin)
+    assert refused == []
+    return sources
+
+
+def test_dr3_a_terminal_source_is_read_through_every_filter_it_ever_had_across_a_reconnect() -> None:
+    # ADD4: the removed connection's filters are history; the new one's current filter is not all A held.
+    changes = _history(
+        (ChangeKind.CONNECTION_ADDED, X),
+        (ChangeKind.FILTER_SET, Y),
+        (ChangeKind.CONNECTION_REMOVED, None),
+        (ChangeKind.CONNECTION_ADDED, Z),
+    )
+    assert history_filters(fold(changes), "N", "A", Z) == (Z, X, Y)
+    assert _terminal_sources(changes, Z) == [
+        Source("N", "(key = 'z') OR (key LIKE 'x%') OR (key LIKE 'y%') OR origin = 'A'")
+    ]
+
+
+def test_dr3_a_terminal_source_with_one_filter_all_along_is_read_through_it() -> None:
+    changes = _history((ChangeKind.CONNECTION_ADDED, X))
+    assert _terminal_sources(changes, X) == [Source("N", "(key LIKE 'x%') OR origin = 'A'")]
+
+
+def test_dr3_a_terminal_source_ever_unfiltered_is_read_unfiltered() -> None:
+    cleared = _history(
+        (ChangeKind.CONNECTION_ADDED, X), (ChangeKind.FILTER_CLEARED, None), (ChangeKind.FILTER_SET, Y)
+    )
+    unfiltered_before = _history(
+        (ChangeKind.CONNECTION_ADDED, None),
+        (ChangeKind.CONNECTION_REMOVED, None),
+        (ChangeKind.CONNECTION_ADDED, Y),
+    )
+    for changes in (cleared, unfiltered_before):
+        assert history_filters(fold(changes), "N", "A", Y) is None
+        assert _terminal_sources(changes, Y) == [Source("N", None)]
