@@ -50,6 +50,11 @@ def check_parquet_events(path: Path, max_payload_bytes: int) -> None:
 def _listing(path: Path) -> tuple[list[Path], list[Path]]:
     """The files Spark reads the rows of, and the summary files it reads the columns of, in name order."""
     if path.is_file():
+        # Spark reads the file the path resolves to (`AppendSource`), and skips it by that name as it would
+        # in a folder: the JVM-free run, for small files, would append what Spark refuses.
+        name = path.resolve().name
+        if name.startswith(_SUMMARY_NAMES) or _hidden(name):
+            raise _ambiguous(path, "Spark skips a file so named", "rename the file")
         return [path], []
     files: list[Path] = []
     summaries: list[Path] = []
