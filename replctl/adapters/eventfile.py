@@ -61,30 +61,33 @@ def _listing(path: Path) -> tuple[list[Path], list[Path]]:
     pending = [path]
     while pending:
         folder = pending.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                found = Path(entry.path)
-                if entry.name.startswith(_SUMMARY_NAMES):
-                    # Spark lists these whatever follows the prefix; only the exact names are summaries.
-                    if entry.name not in _SUMMARY_NAMES or not entry.is_file():
-                        raise _ambiguous(
-                            found,
-                            "its name starts like a Parquet summary file's",
-                            "rename it, or give the event files directly",
-                        )
-                    summaries.append(found)
-                elif _hidden(entry.name):
-                    continue
-                elif entry.is_symlink() and entry.is_dir():
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:  # Spark could not list it either: say so rather than check less than it reads
+            raise InvalidInput(f"{folder}: cannot list the folder ({exc.strerror})", code="bad-file") from exc
+        for entry in entries:
+            found = Path(entry.path)
+            if entry.name.startswith(_SUMMARY_NAMES):
+                # Spark lists these whatever follows the prefix; only the exact names are summaries.
+                if entry.name not in _SUMMARY_NAMES or not entry.is_file():
                     raise _ambiguous(
-                        found, "it is a symbolic link to a folder", "give the linked folder's files directly"
+                        found,
+                        "its name starts like a Parquet summary file's",
+                        "rename it, or give the event files directly",
                     )
-                elif entry.is_dir():
-                    pending.append(found)
-                elif entry.is_file():
-                    files.append(found)
-                else:
-                    raise _ambiguous(found, "it is neither a file nor a folder", "move it out of the folder")
+                summaries.append(found)
+            elif _hidden(entry.name):
+                continue
+            elif entry.is_symlink() and entry.is_dir():
+                raise _ambiguous(
+                    found, "it is a symbolic link to a folder", "give the linked folder's files directly"
+                )
+            elif entry.is_dir():
+                pending.append(found)
+            elif entry.is_file():
+                files.append(found)
+            else:
+                raise _ambiguous(found, "it is neither a file nor a folder", "move it out of the folder")
     return sorted(files), sorted(summaries)
 
 
