@@ -389,11 +389,24 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder: Any = SparkSession.builder.remote(settings.remote or "")
-    for k, v in [*settings.conf, *FORCED_CONF.items()]:
-        builder = builder.config(k, v)
+    options = [*settings.conf, *FORCED_CONF.items()]
+    if not settings.managed:
+        for k, v in options:
+            builder = builder.config(k, v)
+    session: SparkSession | None = None
     try:
-        session: SparkSession = builder.getOrCreate()
+        # Creating the client asks the server nothing; the options given to the builder are its first calls.
+        session = builder.getOrCreate()
+        if settings.managed:
+            _fail_fast(session)
+            for k, v in options:
+                _set_option(session, k, v)
     except Exception as exc:
+        if session is not None:
+            # pyspark keeps the session it created as the process's default: the next getOrCreate would hand
+            # back this dead one. Nothing to release on a server that does not answer.
+            session.release_session_on_close = False  # type: ignore[attr-defined]
+            session.stop()
         # A gRPC error's text is its multi-line repr (`<_InactiveRpcError of RPC ...>`): not for the operator.
         reason = "it does not answer" if unreachable(exc) else _first_line(exc)
         raise EnvironmentFailure(
@@ -401,16 +414,31 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
             code="spark-unreachable",
             hint=REMOTE_HINT,
         ) from exc
-    if settings.managed:
-        # The client retries an unreachable server for at least ten minutes, which suits a cluster's server
-        # that restarts. The managed engine runs on this machine: refused means stopped, so a command fails
-        # (exit 6, nothing committed by the failing step) within seconds instead of hanging.
-        from pyspark.sql.connect.client.retries import DefaultPolicy
-
-        session.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
-        # The client also warns on stderr when it gives up; replctl reports the failure itself (exit 6).
-        warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
     return session
+
+
+def _fail_fast(session: SparkSession) -> None:
+    """A session on the managed engine gives up within seconds on a server that does not answer.
+
+    The client retries an unreachable server for at least ten minutes, which suits a cluster's server that
+    restarts. The managed engine runs on this machine: refused means stopped, so a command fails (exit 6,
+    nothing committed by the failing step) within seconds instead of hanging; the session's options are set
+    after this, since an engine stopped while a command starts would otherwise hang at the first of them."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    session.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
+    # The client also warns on stderr when it gives up; replctl reports the failure itself (exit 6).
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
+
+
+def _set_option(session: SparkSession, key: str, value: str) -> None:
+    """Set one session option as the builder would: one the server holds fixed (a static setting) is left as
+    it is, as the builder leaves it; a server that does not answer is raised."""
+    try:
+        session.conf.set(key, value)
+    except Exception as exc:
+        if unreachable(exc):
+            raise
 
 
 def _importable(module: str) -> bool:
