@@ -14,7 +14,9 @@ from replctl.errors import EnvironmentFailure
 
 
 @pytest.mark.timeout(120)
-def test_a_managed_engine_gone_before_the_session_options_are_set_fails_within_seconds(tmp_path: Path) -> None:
+def test_a_managed_engine_gone_before_the_session_options_are_set_fails_within_seconds(
+    tmp_path: Path,
+) -> None:
     port = free_port()  # nothing listens there: the engine stopped
     settings = session.SparkSettings(remote=f"sc://127.0.0.1:{port}", managed=True, home=tmp_path)
     with pytest.raises(EnvironmentFailure) as raised:
