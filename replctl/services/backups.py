@@ -511,6 +511,7 @@ def check_deletion(
     doc: dict[str, Any],
     refuse: bool = True,
     delivered: dict[str, VectorTime] | None = None,
+    deferred: bool = False,
 ) -> list[bk.Recoverability]:
     """BK4: report (in `doc["makes_unrecoverable"]`) the locations the cut would make unrecoverable; refuse
     (exit 3) when the guard requires it and `refuse` is on, before anything changed. Returns those locations:
@@ -520,6 +521,8 @@ def check_deletion(
     segment counts whole: the answer errs towards reporting, never towards silence. Dry run and run agree.
     `delivered` (per target, a CVV raise) is what replication has delivered by the time the cut is made: a
     dry run's planned passes, or the targets a deferred cut waits for; the run decides on what it finds.
+    `deferred`: the cut is the part of a request that waits for those targets (DEL4); what it would hurt is
+    fixed by a backup taken once they hold what it cuts, after a replication.
     """
     hurt: list[bk.Recoverability] = []
     if cut_upto > loc.deleted_upto:
@@ -538,14 +541,19 @@ def check_deletion(
             deleting=loc.name,
             dvv_after=loc.dvv.merge(*dropped),
         )
+    first = "replctl replicate && " if deferred else ""
     doc["makes_unrecoverable"] = [
-        {**r.to_json(), "location": r.location, "fix": f"replctl backup create {r.location}"} for r in hurt
+        {**r.to_json(), "location": r.location, "fix": f"{first}replctl backup create {r.location}"}
+        for r in hurt
     ]
     if hurt and guard.require and refuse:
+        what = f"deleting {loc.name} up to {cut_upto}"
+        if deferred:
+            what += f" (the part that waits for {', '.join(sorted(delivered or {}))}, DEL4)"
         raise Refused(
-            f"refused [BK4]: {_hurt_text(f'deleting {loc.name} up to {cut_upto}', hurt)}",
+            f"refused [BK4]: {_hurt_text(what, hurt)}",
             code="BK4",
-            hint=" && ".join(f"replctl backup create {r.location}" for r in hurt),
+            hint=first + " && ".join(f"replctl backup create {r.location}" for r in hurt),
         )
     return hurt
 

@@ -252,8 +252,9 @@ def _guard(
     else:
         check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
         if cut.upto < cut_bound:
-            # BK4 reports what the whole request does once it completes (its waiting part runs at a later
-            # replicate, when the blockers hold what it cuts), not only what runs now; only that is refused.
+            # BK4 judges the whole request as it completes (its waiting part runs at a later replicate, once
+            # the blockers hold what it cuts), not only what runs now: reported, and refused when required,
+            # so that `--require-recoverable` holds for the part that waits as well.
             waits_for = {t: cut_bound for t, _ in cut.blocked_by}
             now = doc["makes_unrecoverable"]
             check_deletion(
@@ -263,8 +264,8 @@ def _guard(
                 segments,
                 cut_upto=cut_bound,
                 doc=doc,
-                refuse=False,
                 delivered=_delivered(segments, waits_for),
+                deferred=True,
             )
             later = [
                 h for h in doc["makes_unrecoverable"] if h["location"] not in {n["location"] for n in now}

@@ -848,13 +848,12 @@ def test_a_restore_keeps_the_history_baseline_merged_since_the_backup_so_no_late
     assert rc.json("log", "verify")["ok"]
 
 
-def test_a_pending_deletion_that_would_leave_b_unrecoverable_keeps_waiting_under_the_policy_bk4(
+def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits_under_the_policy_bk4(
     rc: Replctl,
 ) -> None:
     # BK4 + DEL4: B lacks a1 when A asks to delete it, so the cut waits; once B holds a1, completing it would
-    # leave a1 only in B's log. Under `require_recoverable` the retry keeps waiting, dry run and run alike.
-    (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
-    rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
+    # leave a1 only in B's log. The request is judged as it completes; under `require_recoverable` a retry
+    # that would hurt keeps waiting, dry run and run alike.
     two_locations(rc)
     rc.append("A", "a1")
     hurt_b = {
@@ -864,11 +863,23 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_keeps_waiting_under
         "shortfall": {"A": [1, 1]},
         "fix": "replctl backup create B",
     }
+    later_b = {**hurt_b, "fix": "replctl replicate && replctl backup create B"}
     plan = rc.json("delete", "A", "--upto", "1", "--dry-run")
     # Reported for what the deletion does once it completes, not only for its immediate (empty) part.
-    assert (plan["pending"], plan["makes_unrecoverable"]) == (True, [hurt_b])
-    asked = rc("delete", "A", "--upto", "1", "--require-recoverable", "--json", expect=5).doc
-    assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [hurt_b])
+    assert (plan["pending"], plan["makes_unrecoverable"]) == (True, [later_b])
+    before = rc.snapshot()
+    refused = rc.json("delete", "A", "--upto", "1", "--require-recoverable", expect=3)
+    assert refused["error"] == {
+        "code": "BK4",
+        "message": "refused [BK4]: deleting A up to 1 (the part that waits for B, DEL4) would make B "
+        "unrecoverable (B would lose A: 1..1)",
+        "hint": "replctl replicate && replctl backup create B",
+    }
+    assert rc.snapshot() == before and rc.json("status")["pending_deletions"] == []
+    asked = rc("delete", "A", "--upto", "1", "--json", expect=5).doc
+    assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [later_b])
+    (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
+    rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
     waits = (
         "waits [BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); "
         "run: replctl backup create B"
