@@ -514,7 +514,7 @@ def retry_pending(
         ]
         doc["decided"] = not depends
         doc["depends_on"] = depends
-        if depends:
+        if depends and "reason" not in doc:  # a BK4 wait (`_guard`) is the reason that stands
             doc["reason"] = (
                 f"decided once the run has written to {', '.join(depends)} (DEL4); at least what is shown"
             )
