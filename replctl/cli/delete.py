@@ -59,7 +59,8 @@ def delete(
 
     def render(app: AppContext, out: DeletionOutcome) -> None:
         console = stdout()
-        render_unrecoverable(console, out.makes_unrecoverable or (), dry_run=out.dry_run)
+        # A request that waits has not made anything unrecoverable yet: its waiting part would (BK4).
+        render_unrecoverable(console, out.makes_unrecoverable or (), dry_run=out.dry_run or out.pending)
         if out.dry_run:
             would = out.would_delete
             console.print(f"would hide seq ≤ {out.logical_deleted_upto} from local reading", markup=False)

@@ -10,7 +10,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
 from replctl.cli.output import stdout
-from replctl.cli.render import Notes, fitted_table, state_text
+from replctl.cli.render import Notes, fitted_table, render_unrecoverable, state_text
 from replctl.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -29,7 +29,10 @@ def replicate(
 
     def action(app: AppContext) -> ReplicationOutcome:
         from replctl.services import replication
+        from replctl.services.backups import DeletionGuard
 
+        # BK4 applies to the pending deletions the run retries as to the `delete` that asked for them.
+        guard = DeletionGuard(tuple(app.manifests() or ()), app.settings.require_recoverable)
         if endpoints and len(endpoints) != 2:
             raise InvalidInput(
                 "give both SRC and DST, or neither",
@@ -44,9 +47,10 @@ def replicate(
                 endpoints[1],
                 reason=app.reason,
                 dry_run=dry_run or app.planning,
+                guard=guard,
             )
         return replication.replicate_all(
-            app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning
+            app.catalog(), app.engine(), reason=app.reason, dry_run=dry_run or app.planning, guard=guard
         )
 
     def render(app: AppContext, out: ReplicationOutcome) -> None:
@@ -93,7 +97,16 @@ def replicate(
             )
             notes.print(stdout())
         for d in out.deletions:
-            if out.dry_run:
+            render_unrecoverable(
+                stdout(), d.get("makes_unrecoverable") or (), dry_run=out.dry_run or d["pending"]
+            )
+            if d.get("reason", "").startswith("waits [BK4]"):
+                why = d["reason"].removeprefix("waits ")
+                wait = ": would still wait" if out.dry_run else " still waits"
+                stdout().print(
+                    f"pending deletion at {d['location']}{wait} {why}", markup=False, soft_wrap=True
+                )
+            elif out.dry_run:
                 stdout().print(_planned_retry(d), markup=False)
             elif d["pending"]:
                 held = ", ".join(b["target"] for b in d["blocked_by"])

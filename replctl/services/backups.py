@@ -19,6 +19,7 @@ from replctl import __version__
 from replctl.core import backups as bk
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
+from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services.backup_outcomes import (
@@ -508,18 +509,30 @@ def check_deletion(
     *,
     cut_upto: int,
     doc: dict[str, Any],
-) -> None:
+    refuse: bool = True,
+    delivered: dict[str, VectorTime] | None = None,
+    deferred: bool = False,
+) -> list[bk.Recoverability]:
     """BK4: report (in `doc["makes_unrecoverable"]`) the locations the cut would make unrecoverable; refuse
-    (exit 3) when the guard requires it, before anything changed.
+    (exit 3) when the guard requires it and `refuse` is on, before anything changed. Returns those locations:
+    a retried pending deletion (`refuse=False`) waits instead of failing the run that retries it.
 
     The DVV after the cut is taken from the segments' LUBs (identities included, RET4), so a straddling
     segment counts whole: the answer errs towards reporting, never towards silence. Dry run and run agree.
+    `delivered` (per target, a CVV raise) is what replication has delivered by the time the cut is made: a
+    dry run's planned passes, or the targets a deferred cut waits for; the run decides on what it finds.
+    `deferred`: the cut is the part of a request that waits for those targets (DEL4); what it would hurt is
+    fixed by a backup taken once they hold what it cuts, after a replication.
     """
     hurt: list[bk.Recoverability] = []
     if cut_upto > loc.deleted_upto:
         dropped = [s.vt_lub for s in segments if s.seq_lo <= cut_upto and s.seq_hi > loc.deleted_upto]
         with ctx.transaction() as tx:
             state, locations, connections = load_state(tx), tx.locations(), tx.connections()
+        if delivered:
+            locations = [
+                replace(x, cvv=x.cvv | delivered[x.name]) if x.name in delivered else x for x in locations
+            ]
         hurt = bk.made_unrecoverable(
             state,
             locations,
@@ -528,12 +541,24 @@ def check_deletion(
             deleting=loc.name,
             dvv_after=loc.dvv.merge(*dropped),
         )
+    first = "replctl replicate && " if deferred else ""
     doc["makes_unrecoverable"] = [
-        {**r.to_json(), "location": r.location, "fix": f"replctl backup create {r.location}"} for r in hurt
+        {**r.to_json(), "location": r.location, "fix": f"{first}replctl backup create {r.location}"}
+        for r in hurt
     ]
-    if hurt and guard.require:
+    if hurt and guard.require and refuse:
+        what = f"deleting {loc.name} up to {cut_upto}"
+        if deferred:
+            what += f" (the part that waits for {', '.join(sorted(delivered or {}))}, DEL4)"
         raise Refused(
-            f"refused [BK4]: {_hurt_text(f'deleting {loc.name} up to {cut_upto}', hurt)}",
+            f"refused [BK4]: {_hurt_text(what, hurt)}",
             code="BK4",
-            hint=" && ".join(f"replctl backup create {r.location}" for r in hurt),
+            hint=first + " && ".join(f"replctl backup create {r.location}" for r in hurt),
         )
+    return hurt
+
+
+def withheld_text(loc: Location, cut_upto: int, hurt: list[bk.Recoverability]) -> str:
+    """Why a retried pending deletion still waits under BK4, and the backups that let it complete."""
+    fix = " && ".join(f"replctl backup create {r.location}" for r in hurt)
+    return f"waits [BK4]: {_hurt_text(f'deleting {loc.name} up to {cut_upto}', hurt)}; run: {fix}"

@@ -18,7 +18,7 @@ from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
-from replctl.services.backups import DeletionGuard, check_deletion
+from replctl.services.backups import DeletionGuard, check_deletion, withheld_text
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
@@ -171,8 +171,18 @@ def delete_in(
     cut = _decide_cut(engine, loc, targets, segments, cut_bound, target_segments=target_segments)
     pending = cut.upto < cut_bound
     _report_cut(doc, cut, cut_bound, pending=pending)
-    if guard is not None:
-        check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
+    if guard is not None and _guard(
+        ctx,
+        guard,
+        loc,
+        segments,
+        cut=cut,
+        cut_bound=cut_bound,
+        doc=doc,
+        retry=retry,
+        assume_progress=assume_progress,
+    ):
+        return doc
     if ctx.dry_run:
         if cut.upto > loc.deleted_upto:
             # Issue 14: the dry run reports the state the run leaves, not the state before it.
@@ -212,6 +222,62 @@ def delete_in(
         "deleted_upto": updated.deleted_upto,
         "dvv": updated.dvv.to_dict(),
     }
+
+
+def _guard(
+    ctx: OperationContext,
+    guard: DeletionGuard,
+    loc: Location,
+    segments: list[Segment],
+    *,
+    cut: plan.Cut,
+    cut_bound: int,
+    doc: dict[str, Any],
+    retry: bool,
+    assume_progress: dict[str, int] | None,
+) -> bool:
+    """BK4 for one request (`delete_in`): report in `doc`, refuse the `delete` command's cut (exit 3), and
+    tell whether a retried pending deletion must keep waiting (True) instead of cutting."""
+    if retry:
+        # A dry run decides BK4 on what its planned passes deliver first, as the run finds it after them.
+        delivered = _delivered(segments, assume_progress) if ctx.dry_run and assume_progress else None
+        hurt = check_deletion(
+            ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc, refuse=False, delivered=delivered
+        )
+        if hurt and guard.require:
+            # BK4 under the policy: the retry cuts nothing and the request keeps waiting, as it was; the
+            # replication run that retried it is not refused for it (a backup of those locations frees it).
+            doc.update(pending=True, pending_upto=cut_bound, reason=withheld_text(loc, cut.upto, hurt))
+            return True
+    else:
+        check_deletion(ctx, guard, loc, segments, cut_upto=cut.upto, doc=doc)
+        if cut.upto < cut_bound:
+            # BK4 judges the whole request as it completes (its waiting part runs at a later replicate, once
+            # the blockers hold what it cuts), not only what runs now: reported, and refused when required,
+            # so that `--require-recoverable` holds for the part that waits as well.
+            waits_for = {t: cut_bound for t, _ in cut.blocked_by}
+            now = doc["makes_unrecoverable"]
+            check_deletion(
+                ctx,
+                guard,
+                loc,
+                segments,
+                cut_upto=cut_bound,
+                doc=doc,
+                delivered=_delivered(segments, waits_for),
+                deferred=True,
+            )
+            later = [
+                h for h in doc["makes_unrecoverable"] if h["location"] not in {n["location"] for n in now}
+            ]
+            doc["makes_unrecoverable"] = sorted([*now, *later], key=lambda h: h["location"])
+    return False
+
+
+def _delivered(segments: list[Segment], reach: dict[str, int]) -> dict[str, VectorTime]:
+    """Per target, the most it holds of the source's log once replicated up to `reach[target]`: the LUB of
+    the segments it reaches (a straddling one whole), so that BK4 errs towards reporting, never silence."""
+    return {t: lub(s.vt_lub for s in segments if s.seq_lo <= upto) for t, upto in reach.items()}
 
 
 def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) -> None:
@@ -398,9 +464,14 @@ def retry_pending(
     engine: DataPlane,
     only: set[str] | None = None,
     outlook: plan.PassOutlook | None = None,
+    guard: DeletionGuard | None = None,
 ) -> list[dict[str, Any]]:
     """DEL4: retry pending physical deletions after a replication run (at `only` locations, if given: the
     ones the operation leased).
+
+    `guard` applies BK4 to each retry as the `delete` command does to its request: a retry that would make
+    a location unrecoverable is reported, and under the policy it keeps waiting (`reason`), in the dry run
+    as in the run.
 
     A dry run passes the `outlook` of its planned passes: each retry is decided, by the same `delete_in`, on
     the progress those passes reach for sure. It says which recorded blockers the passes satisfy
@@ -418,13 +489,21 @@ def retry_pending(
         ]
     if outlook is None:
         return [
-            delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True) for p in pending
+            delete_in(ctx, engine, p.location, p.requested_upto, logical=False, retry=True, guard=guard)
+            for p in pending
         ]
     docs = []
     for p in pending:
         reach = outlook.assumed_progress(p.location)
         doc = delete_in(
-            ctx, engine, p.location, p.requested_upto, logical=False, retry=True, assume_progress=reach
+            ctx,
+            engine,
+            p.location,
+            p.requested_upto,
+            logical=False,
+            retry=True,
+            guard=guard,
+            assume_progress=reach,
         )
         blocking = [b["target"] for b in doc["blocked_by"]]
         depends = outlook.depends_on(blocking)
@@ -435,7 +514,7 @@ def retry_pending(
         ]
         doc["decided"] = not depends
         doc["depends_on"] = depends
-        if depends:
+        if depends and "reason" not in doc:  # a BK4 wait (`_guard`) is the reason that stands
             doc["reason"] = (
                 f"decided once the run has written to {', '.join(depends)} (DEL4); at least what is shown"
             )

@@ -23,6 +23,7 @@ from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, LockHeld, UnknownName
 from replctl.failpoints import hit
 from replctl.filterexpr import check_stored
+from replctl.services.backups import DeletionGuard
 from replctl.services.damage import find_damage, refuse_damaged, refuse_unwritable
 from replctl.services.deletion import retry_pending
 from replctl.services.lookup import get_location
@@ -267,7 +268,8 @@ def _run_pass(
         )
     if plan.action in (PassAction.NOTHING_NEW, PassAction.ALL_KNOWN):
         advanced = plan.new_progress != conn.progress
-        if not ctx.dry_run and (advanced or plan.activate):
+        # A pass that ran clears the reason an earlier waiting pass stored (it no longer waits).
+        if not ctx.dry_run and (advanced or plan.activate or conn.reason is not None):
             with ctx.transaction() as tx:
                 _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         action = "advanced" if advanced else ("activated" if plan.activate else plan.action.value)
@@ -632,14 +634,9 @@ def _commit(
     _compare_and_set(tx, conn)
     # REP2: progress is the scan end (before any block); it never moves backwards here.
     new_state = ConnectionState.ACTIVE if activate else conn.state
-    tx.put_connection(
-        replace(
-            conn,
-            state=new_state,
-            progress=max(progress, conn.progress),
-            reason=None if activate else conn.reason,
-        )
-    )
+    # A committing pass ran, so whatever wait an earlier pass recorded (e.g. a damaged log, DR0) is over:
+    # keeping it would send the operator to recover a healthy location.
+    tx.put_connection(replace(conn, state=new_state, progress=max(progress, conn.progress), reason=None))
     if activate:
         ctx.step(tx, "activate", {"source": conn.source, "target": conn.target})
 
@@ -652,6 +649,7 @@ def replicate_one(
     *,
     reason: str | None = None,
     dry_run: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> ReplicationOutcome:
     """`replicate SRC DST`: one pass, then every pending deletion is retried (DEL4).
 
@@ -671,7 +669,7 @@ def replicate_one(
         # Damage the pass's own read finds is the census's refusal above (exit 4, DR0), not a waiting pass.
         report = run_pass(ctx, engine, source, target, damage_waits=False)
         outlook = _outlook([report], connections=None) if dry_run else None
-        deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook)
+        deletions = retry_pending(ctx, engine, only=waiting, outlook=outlook, guard=guard)
         return ReplicationOutcome(dry_run, ((1, report),), tuple(deletions))
 
     return operation(
@@ -774,9 +772,15 @@ def _round(
 
 
 def replicate_all(
-    catalog: Catalog, engine: DataPlane, *, reason: str | None = None, dry_run: bool = False
+    catalog: Catalog,
+    engine: DataPlane,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+    guard: DeletionGuard | None = None,
 ) -> ReplicationOutcome:
-    """`replicate`: every current connection, round after round, until a round changes nothing."""
+    """`replicate`: every current connection, round after round, until a round changes nothing; `guard`
+    applies BK4 to the pending deletions retried after them (`retry_pending`)."""
     with catalog.transaction(readonly=True) as tx:
         live = [loc.name for loc in tx.locations() if not loc.retired]
 
@@ -804,7 +808,9 @@ def replicate_all(
         prefix = location_resource("")
         leased = {r.removeprefix(prefix) for r in ctx.tokens if r.startswith(prefix)}
         outlook = _outlook(reports, connections=[c.key for c in current]) if dry_run else None
-        deletions = retry_pending(ctx, engine, only=set(live) if dry_run else leased, outlook=outlook)
+        deletions = retry_pending(
+            ctx, engine, only=set(live) if dry_run else leased, outlook=outlook, guard=guard
+        )
         if any(r.action == DAMAGED for r in reports):
             ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
         return ReplicationOutcome(

@@ -846,3 +846,77 @@ def test_a_restore_keeps_the_history_baseline_merged_since_the_backup_so_no_late
     assert rc.connection("Y", "Z")["state"] == "active"
     assert sorted(rc.keys("Z")) == ["x4", "x5", "x6", "y1", "y2"]
     assert rc.json("log", "verify")["ok"]
+
+
+def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits_under_the_policy_bk4(
+    rc: Replctl,
+) -> None:
+    # BK4 + DEL4: B lacks a1 when A asks to delete it, so the cut waits; once B holds a1, completing it would
+    # leave a1 only in B's log. The request is judged as it completes; under `require_recoverable` a retry
+    # that would hurt keeps waiting, dry run and run alike.
+    two_locations(rc)
+    rc.append("A", "a1")
+    hurt_b = {
+        "location": "B",
+        "state": "no",
+        "backup": None,
+        "shortfall": {"A": [1, 1]},
+        "fix": "replctl backup create B",
+    }
+    later_b = {**hurt_b, "fix": "replctl replicate && replctl backup create B"}
+    plan = rc.json("delete", "A", "--upto", "1", "--dry-run")
+    # Reported for what the deletion does once it completes, not only for its immediate (empty) part.
+    assert (plan["pending"], plan["makes_unrecoverable"]) == (True, [later_b])
+    before = rc.snapshot()
+    refused = rc.json("delete", "A", "--upto", "1", "--require-recoverable", expect=3)
+    assert refused["error"] == {
+        "code": "BK4",
+        "message": "refused [BK4]: deleting A up to 1 (the part that waits for B, DEL4) would make B "
+        "unrecoverable (B would lose A: 1..1)",
+        "hint": "replctl replicate && replctl backup create B",
+    }
+    assert rc.snapshot() == before and rc.json("status")["pending_deletions"] == []
+    asked = rc("delete", "A", "--upto", "1", "--json", expect=5).doc
+    assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [later_b])
+    (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
+    rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
+    waits = (
+        "waits [BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); "
+        "run: replctl backup create B"
+    )
+    dry = rc.json("replicate", "--dry-run")["deletions"]
+    assert [(d["location"], d["pending"], d["reason"], d["makes_unrecoverable"]) for d in dry] == [
+        ("A", True, waits, [hurt_b])
+    ]
+    why = "[BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); run: replctl backup create B"
+    text = rc("replicate", "--dry-run").stdout.splitlines()
+    assert text[-2:] == [
+        "warning [BK4]: B would become unrecoverable (would lose A: 1..1); fix: replctl backup create B",
+        f"pending deletion at A: would still wait {why}",
+    ]
+    ran = rc("replicate", "--json")
+    assert ran.code == 0  # a deletion that waits does not fail the replication run
+    [d] = ran.doc["deletions"]
+    assert (d["pending"], d["deleted_upto"], d["reason"], d["makes_unrecoverable"]) == (
+        True,
+        0,
+        waits,
+        [hurt_b],
+    )
+    assert rc.keys("A") == ["a1"] and rc.keys("B") == ["a1"]
+    assert rc("replicate").stdout.splitlines()[-2:] == [
+        "warning [BK4]: B would become unrecoverable (would lose A: 1..1); fix: replctl backup create B",
+        f"pending deletion at A still waits {why}",
+    ]
+    status = rc.json("status")
+    assert status["pending_deletions"] == [
+        {"location": "A", "requested_upto": 1, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
+    ]
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    # The backup BK4 names lets the next run complete it.
+    rc("backup", "create", "B")
+    [done] = rc.json("replicate")["deletions"]
+    assert (done["pending"], done["deleted_upto"], done["makes_unrecoverable"]) == (False, 1, [])
+    assert rc.keys("A") == [] and rc.keys("B") == ["a1"]
+    assert rc.json("status")["pending_deletions"] == []
+    assert rc.location("B")["recoverable"]["state"] == "yes"

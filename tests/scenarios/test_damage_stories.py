@@ -199,3 +199,38 @@ def test_a_recovering_locations_pending_deletion_waits_and_replication_of_the_re
     assert [(p["location"], p["requested_upto"]) for p in rc.json("status")["pending_deletions"]] == [
         ("A", 2)
     ]
+
+
+def test_a_connection_that_ran_after_the_recovery_no_longer_says_it_waits_for_one_dr0(rc: Replctl) -> None:
+    # A pass that waited for A's recovery stored why on the connection; once the connection ran again, that
+    # reason was kept and sent the operator to recover a healthy location.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1")
+    rc("replicate")
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    rc("replicate", expect=5)
+    waits = "waits: A's log is damaged (DR0); run: replctl recover location A"
+    connections = rc.json("status")["connections"]
+    assert [(c["source"], c["target"], c["reason"]) for c in connections] == [
+        ("A", "B", waits),
+        ("B", "A", waits),
+    ]
+    rc("recover", "location", "A")
+    rc.append("A", "a2")
+    planned = rc.json("replicate", "--dry-run")["passes"]
+    assert [(p["source"], p["target"], p["reason"]) for p in planned] == [
+        ("A", "B", None),
+        ("B", "A", "decided once A→B has run"),
+        ("A", "B", "decided once B→A has run"),
+    ]
+    ran = rc.json("replicate")["passes"]
+    assert {(p["source"], p["target"]): p["reason"] for p in ran} == {("A", "B"): None, ("B", "A"): None}
+    connections = rc.json("status")["connections"]
+    assert [(c["source"], c["target"], c["state"], c["reason"]) for c in connections] == [
+        ("A", "B", "active", None),
+        ("B", "A", "active", None),
+    ]
+    assert rc.keys("A") == ["a1", "a2"] and rc.keys("B") == ["a1", "a2"]
+    assert rc("status").stdout.count("recover location") == 0
