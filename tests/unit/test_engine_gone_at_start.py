@@ -31,7 +31,7 @@ except EnvironmentFailure as failure:
 
 
 def test_a_managed_engine_gone_before_the_session_options_are_set_fails_within_seconds(
-    tmp_path: object,
+    tmp_path: Path,
 ) -> None:
     address = f"sc://127.0.0.1:{free_port()}"  # nothing listens there: the engine stopped
     done = subprocess.run(
