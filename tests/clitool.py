@@ -159,3 +159,25 @@ def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
         assert rc.stored("N") == []
     rc("delete", "B", "--upto", "2")
     rc("drill", "disaster", "Y", "--from", "1")
+
+
+def chain_z_y_x(rc: Replctl) -> None:
+    """Z→Y→X, y1 at Y and z1, z2 at Z. The connections are taken in name order, so Y→X comes before Z→Y:
+    the run's round 1 copies y1 into X before Z→Y has written z1, z2 into Y, and round 2 takes them on."""
+    for name in ("X", "Y", "Z"):
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "Y")
+    rc("topology", "add", "Y", "X")
+    rc.append("Y", "y1")
+    rc.append("Z", "z1", "z2")
+
+
+def chain_a_b_c_d(rc: Replctl) -> None:
+    """A→B→C→D, C→D filtered (no b3); a1, a2 at A and b1..b3 at B: in name order, each pass feeds the next."""
+    for name in ("A", "B", "C", "D"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "B", "C")
+    rc("topology", "add", "C", "D", "--filter", "key <> 'b3'")
+    rc.append("A", "a1", "a2")
+    rc.append("B", "b1", "b2", "b3")

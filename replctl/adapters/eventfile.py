@@ -5,7 +5,11 @@ would match it case-insensitively or store nulls), `tags` a list of strings (no 
 `payload` JSON text within the size limit. A file that is not Parquet says so (exit 2) instead of Spark's
 "An error occurred while calling oNNN.parquet". Nothing is written before the whole input passed.
 
-A folder is read as Spark reads it: every file below it, except those whose name starts with `_` or `.`.
+A folder is read as Spark reads it: every file below it, in subfolders too, except those whose name (or the
+name of a folder they lie in) starts with `.`, or with `_` and holds no `=`, and files still being copied
+(`._COPYING_`): `_part=1.parquet` is read, and checked. Its Parquet summary files (`_metadata`,
+`_common_metadata`) hold no events, but Spark merges their columns into the columns it reads, so their columns
+are checked like a file's: the run never refuses a column that a dry run let through.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 _BATCH_ROWS = 65536
+# Spark's names for a folder's Parquet summary files (parquet-mr's ParquetFileWriter).
+_SUMMARY_NAMES = ("_metadata", "_common_metadata")
 
 
 def check_parquet_events(path: Path, max_payload_bytes: int) -> None:
@@ -28,6 +34,8 @@ def check_parquet_events(path: Path, max_payload_bytes: int) -> None:
     files = _files(path)
     if not files:
         raise InvalidInput(f"{path}: no Parquet files in the folder", code="bad-file")
+    for summary in _summaries(path):
+        _check_schema(summary, _schema(summary))
     for file in files:
         _check_file(file, max_payload_bytes)
 
@@ -35,11 +43,37 @@ def check_parquet_events(path: Path, max_payload_bytes: int) -> None:
 def _files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
+    return sorted(f for f in path.rglob("*") if f.is_file() and not _hidden(f.relative_to(path).parts))
+
+
+def _summaries(path: Path) -> list[Path]:
+    """The Parquet summary files below a folder that Spark reads the columns of (not their rows)."""
+    if path.is_file():
+        return []
     return sorted(
         f
         for f in path.rglob("*")
-        if f.is_file() and not any(part.startswith(("_", ".")) for part in f.relative_to(path).parts)
+        if f.name in _SUMMARY_NAMES and f.is_file() and not _hidden(f.relative_to(path).parent.parts)
     )
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    # Spark's rule for the names it leaves out of a folder (HadoopFSUtils.shouldFilterOutPathName): a name
+    # with `=` is a partition's, read even when it starts with `_`.
+    return any(
+        part.startswith(".") or (part.startswith("_") and "=" not in part) or part.endswith("._COPYING_")
+        for part in parts
+    )
+
+
+def _schema(file: Path) -> pa.Schema:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_schema(file)
+    except (pa.ArrowException, OSError) as exc:
+        raise _not_parquet(file, exc) from exc
 
 
 def _check_file(file: Path, max_payload_bytes: int) -> None:
@@ -50,11 +84,7 @@ def _check_file(file: Path, max_payload_bytes: int) -> None:
         parquet = pq.ParquetFile(file)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as exc:
-        raise InvalidInput(
-            f"{file}: not a Parquet file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
-            code="bad-file",
-            hint="give a .jsonl file of events, or a Parquet file with the columns type, key, tags, payload",
-        ) from exc
+        raise _not_parquet(file, exc) from exc
     _check_schema(file, schema)
     columns = [name for name in ("tags", "payload") if name in schema.names]
     if not columns:
@@ -69,6 +99,14 @@ def _check_file(file: Path, max_payload_bytes: int) -> None:
             row += batch.num_rows
     except (pa.ArrowException, OSError) as exc:
         raise InvalidInput(f"{file}: cannot read the Parquet data ({exc})", code="bad-file") from exc
+
+
+def _not_parquet(file: Path, exc: Exception) -> InvalidInput:
+    return InvalidInput(
+        f"{file}: not a Parquet file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})",
+        code="bad-file",
+        hint="give a .jsonl file of events, or a Parquet file with the columns type, key, tags, payload",
+    )
 
 
 def _check_schema(file: Path, schema: pa.Schema) -> None:

@@ -1,10 +1,12 @@
-"""Parameter values that need no coercion: a missing value, or a default of exactly its declared type (issue 17).
+"""Parameter values that need no coercion: a missing value, a default of exactly its declared type, or text
+where text is declared (issue 17).
 
 Typer 0.29 coerces every parameter that is not a bare flag through a pydantic `TypeAdapter`, built on first use,
-even when the value is missing (it then maps it to `None` or `()` whatever the type) or is the command's own
-default, already of the declared type. Building that adapter imports pydantic, about a fifth of a light
-command's start-up, for nothing an operator typed. A value from the command line, the environment or a prompt
-still goes through Typer's coercion and its messages unchanged.
+even when the value is missing (it then maps it to `None` or `()` whatever the type), is the command's own
+default, already of the declared type, or is the text typed for a `str` (or `list[str]`) parameter, which its
+adapter returns as it is. Building that adapter imports pydantic, about a fifth of a light command's start-up
+and of a small `log append`. Any other value from the command line, the environment or a prompt (a number, a
+path, a choice) still goes through Typer's coercion and its messages unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def needs_no_coercion(param: TyperArgument | TyperOption, ctx: Any, value: Any) 
     if value is None:
         return True
     declared = param.type_descriptor.annotation
+    if param.type_descriptor.parameter_info.parser is None and (
+        (declared is str and type(value) is str)
+        or (declared == list[str] and type(value) in (list, tuple) and all(type(v) is str for v in value))
+    ):
+        return True  # Typer's adapter for text returns text as it is
     return (
         param.name is not None
         and ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
@@ -37,6 +44,8 @@ def process_uncoerced(param: TyperArgument | TyperOption, ctx: Any, value: Any) 
     Typer's own, around the value as it is (a missing repeatable value is the empty tuple, as Typer's)."""
     if value is None and (param.multiple or param.nargs == -1):
         value = ()
+    elif type(value) is tuple and param.type_descriptor.is_list:
+        value = list(value)  # as Typer's list adapter returns it
     if param.required and param.value_is_missing(value):
         raise MissingParameter(ctx=ctx, param=param)
     if param.callback is not None:

@@ -7,7 +7,8 @@ Whatever Python's JSON reader accepts beyond JSON is refused here, as input the 
 `NaN` and `Infinity` (not JSON; other readers of the payload would choke), and strings holding lone surrogates
 (escaped `\ud800`, or bytes that were not UTF-8 on the command line), which Parquet cannot store as UTF-8. So
 is input the reader gives up on in other ways than a syntax error: nesting deeper than its recursion limit, and
-integers longer than Python converts by default.
+integers longer than Python converts by default. So is an object that names a field twice (`{"key": "x",
+"key": "y"}`, in a payload too): JSON leaves its meaning open, and Python's reader would keep the last value.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def check_payload_size(text: str | None, where: str, max_payload_bytes: int) -> 
 def check_payload_text(text: str, where: str) -> None:
     """Refuse a payload given as text (a Parquet input's column) that is not one JSON value (exit 2)."""
     try:
-        json.loads(text, parse_constant=_no_constant)
+        json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_fields)
+    except RepeatedField as exc:
+        raise exc.refusal(where) from exc
     except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).split(":", 1)[0]
         raise InvalidInput(f"{where}: payload is not JSON text ({reason})", code="bad-event") from exc
@@ -122,10 +125,37 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class RepeatedField(ValueError):
+    """A JSON object names one field twice (raised from inside `json.loads`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def refusal(self, where: str) -> InvalidInput:
+        """The exit-2 refusal of the event at `where`."""
+        return InvalidInput(
+            f"{where}: field {json.dumps(self.name)} appears more than once in one object",
+            code="bad-event",
+        )
+
+
+def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would keep the last of repeated names silently: which value the operator meant is unknown.
+    fields: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise RepeatedField(name)
+        fields[name] = value
+    return fields
+
+
 def parse_event_text(text: str, where: str, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> NewEvent:
     """A JSON text → `NewEvent`."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_fields)
+    except RepeatedField as exc:
+        raise exc.refusal(where) from exc
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{where}: not valid JSON ({exc.msg} at column {exc.colno})", code="bad-event"

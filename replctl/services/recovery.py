@@ -162,7 +162,9 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
     more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
     gone: dict[str, tuple[int, int]] = {}
-    for op in _same_loss(ctx, loc):
+    # Every run since A's last completed recovery, not only those back to the newest loss: a loss found again
+    # while A was recovering (a second disaster) does not give back what an earlier run gave up.
+    for op in _same_loss(ctx, loc, since_completed=True):
         for step in op.steps:
             for origin, (lo, hi) in (
                 step.detail.get("given_up", {}).items() if step.name == ACCEPT_STEP else ()
@@ -171,9 +173,10 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     return gone
 
 
-def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
+def _same_loss(ctx: OperationContext, loc: Location, *, since_completed: bool = False) -> list[Operation]:
     """The earlier `recover` runs on A's current loss, newest first: while A is recovering, those since its
-    last completed recovery, back to the one that made it recovering (the metadata or restore step)."""
+    last completed recovery, back to the one that made it recovering (the metadata or restore step), or with
+    `since_completed` all of them (A stayed recovering through every loss found since)."""
     if loc.state is not LocationState.RECOVERING:
         return []
     with ctx.transaction() as tx:
@@ -185,7 +188,9 @@ def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
         if op.outcome is Outcome.SUCCEEDED:
             break
         same.append(op)
-        if any(step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps):
+        if not since_completed and any(
+            step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps
+        ):
             break
     return same
 
@@ -541,23 +546,39 @@ def _event_recovery(
     # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1 skip,
     # once it is recovered, events it still stores. The census is the passes' own (files, not under the write
     # lock), so the dry run and the run see the same damage.
-    unsound = [s.name for s in sources if find_damage(engine.store, stored[s.name])]
-    # A dry run plans without the damaged sources, which the run's passes find serving nothing.
-    pending = [s for s in sources if not (ctx.dry_run and s.name in unsound)]
+    unsound = frozenset(s.name for s in sources if find_damage(engine.store, stored[s.name]))
+    pending = list(sources)
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
-    if ctx.dry_run:
-        # What the run's pass over a damaged source reports (`_rounds`), said before it runs.
-        damaged += [_damaged_source(source) for source in unsound]
-    cvv = _rounds(ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged)
+    cvv = _rounds(
+        ctx,
+        engine,
+        name,
+        pending,
+        dvvs=dvvs,
+        cvvs=cvvs,
+        cvv=cvv,
+        rounds=rounds,
+        damaged=damaged,
+        unsound=unsound,
+    )
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
         cvv = _rounds(
-            ctx, engine, name, pending, dvvs=dvvs, cvvs=cvvs, cvv=cvv, rounds=rounds, damaged=damaged
+            ctx,
+            engine,
+            name,
+            pending,
+            dvvs=dvvs,
+            cvvs=cvvs,
+            cvv=cvv,
+            rounds=rounds,
+            damaged=damaged,
+            unsound=unsound,
         )
         accept_loss = not damaged
     if accept_loss:
@@ -584,18 +605,21 @@ def _rounds(
     cvv: VectorTime,
     rounds: list[dict[str, Any]],
     damaged: list[dict[str, Any]],
+    unsound: frozenset[str],
 ) -> VectorTime:
     """DR4: round after round over the `pending` sources that meet `DVV-N ≤ CVV-A`, run (or, in a dry run, on
     paper with the same `ready_sources`); appends to `rounds`, takes the served sources out of `pending` and
-    returns the CVV A reaches."""
+    returns the CVV A reaches. A source in `unsound` (damaged, DR0) takes its place in a round and brings
+    nothing: its pass waits for its recovery."""
     if ctx.dry_run:
         # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
         # the vector A reaches is what the later rounds and the refusals are checked against.
-        planned = dr.plan_rounds(pending, dvvs, cvvs, cvv, name)
-        rounds += [
-            {"round": len(rounds) + i, "sources": [s.name for s in ready], "written": None}
-            for i, ready in enumerate(planned.rounds, start=1)
-        ]
+        brings = {n: VectorTime() if n in unsound else v for n, v in cvvs.items()}
+        planned = dr.plan_rounds(pending, dvvs, brings, cvv, name)
+        for sources in planned.rounds:
+            rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in sources], "written": None})
+            # What the run's pass over a damaged source reports, said before it runs.
+            damaged += [_damaged_source(s.name) for s in sources if s.name in unsound]
         pending[:] = planned.pending
         return planned.vector
     while ready := dr.ready_sources(pending, dvvs, cvv):

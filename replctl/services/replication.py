@@ -15,6 +15,7 @@ from replctl.core.deletion import PassOutlook, changed_logs
 from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment, SegmentFile
 from replctl.core.outcomes import Completion
+from replctl.core.planned_rounds import PlannedRounds
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
@@ -707,7 +708,7 @@ def _leased_pass(ctx: OperationContext, engine: DataPlane, conn: Connection) -> 
     return run_pass(ctx, engine, conn.source, conn.target)
 
 
-# The action a dry run reports for a pass whose decision rests on what an earlier pass of the round writes.
+# The action a dry run reports for a pass whose decision rests on what an earlier pass of the run writes.
 DEPENDS = "depends"
 
 # The actions of a dry run's passes that may write into their target's log.
@@ -726,23 +727,31 @@ def _outlook(reports: list[PassReport], connections: list[tuple[str, str]] | Non
     )
 
 
-def _round(ctx: OperationContext, engine: DataPlane, connections: list[Connection]) -> list[PassReport]:
+def _round(
+    ctx: OperationContext, engine: DataPlane, connections: list[Connection], planned: PlannedRounds | None
+) -> list[PassReport]:
     """One round of a full `replicate`, in the connections' order.
 
-    A dry run writes nothing, so a pass that reads from, or writes into, a log an earlier pass of the round
-    would write to cannot be decided as the run decides it (its events or its CVV are not there yet): it is
-    reported as `depends`, naming that pass, instead of a guess that the run would contradict (issue 14).
+    A dry run (`planned`) writes nothing, so a pass that reads from, or writes into, a log an earlier pass of
+    the run may write to (in this round or an earlier one, and transitively) cannot be decided as the run
+    decides it (its events or its CVV are not there yet): it is reported as `depends`, naming that pass,
+    instead of a guess that the run would contradict (issue 14). A dry run leaves out a pass it has listed
+    already (`PlannedRounds.listed`): a round lists only what the run's round may do anew.
     """
+    if planned is None:
+        return [_leased_pass(ctx, engine, conn) for conn in connections]
     reports: list[PassReport] = []
-    written_by: dict[str, str] = {}  # a log → the earlier pass of this dry round that would write to it
     for conn in connections:
-        earlier = written_by.get(conn.source) or written_by.get(conn.target)
-        if ctx.dry_run and earlier is not None:
+        if planned.listed(conn.key):
+            continue
+        earlier = planned.waits_for(conn.key)
+        if earlier is not None:
+            planned.depends(conn.key)
             reports.append(
                 PassReport(
                     conn.source,
                     conn.target,
-                    conn.state.value,
+                    planned.state(conn.key, conn.state.value),
                     DEPENDS,
                     progress=None,
                     reason=f"decided once {earlier} has run",
@@ -750,9 +759,16 @@ def _round(ctx: OperationContext, engine: DataPlane, connections: list[Connectio
                 )
             )
             continue
+        # Decided by the run's own code path, execution switched off (the dry run's `ctx`).
         report = _leased_pass(ctx, engine, conn)
-        if report.action in ("would-run", "would-copy"):
-            written_by.setdefault(conn.target, f"{conn.source}→{conn.target}")
+        planned.decided(
+            conn.key,
+            writes=report.action in ("would-run", "would-copy"),
+            reads_to_end=report.reaches is not None,
+            state=report.state,
+            # Neither a damaged log (DR0) nor a connection blocked for recovery (DR5) is changed by a pass.
+            repeats=report.action in (DAMAGED, PassAction.BLOCKED.value),
+        )
         reports.append(report)
     return reports
 
@@ -768,15 +784,20 @@ def replicate_all(
         reports: list[PassReport] = []
         rounds: list[int] = []  # the round of each report, 1 first
         failed: set[tuple[str, str]] = set()  # a connection whose filter failed is not retried in this run
+        planned: PlannedRounds | None = None
         for number in range(1, MAX_ROUNDS + 1):
             with ctx.transaction() as tx:
                 current = sorted((c for c in tx.connections() if c.current), key=lambda c: c.key)
-            round_reports = _round(ctx, engine, [c for c in current if c.key not in failed])
+            if dry_run and planned is None:
+                planned = PlannedRounds(c.key for c in current)
+            round_reports = _round(ctx, engine, [c for c in current if c.key not in failed], planned)
             # A connection whose filter failed, or whose locations another operation holds, waits for a re-run.
             failed |= {(r.source, r.target) for r in round_reports if r.action in ("failed", "skipped")}
             reports.extend(round_reports)
             rounds.extend([number] * len(round_reports))
-            if dry_run or not any(r.changed for r in round_reports):
+            # The run goes on while a round changed something; its dry run while a round listed a pass the
+            # run may make (each connection is listed at most twice, so that ends).
+            if not (round_reports if dry_run else any(r.changed for r in round_reports)):
                 break
         # DEL4: only at the locations this operation holds; the others' deletions wait for their next run.
         # A dry run holds no lease: it retries where the run takes its leases at the start.

@@ -163,3 +163,90 @@ def test_issue19_8_a_repeated_parquet_column_is_refused(rc: Replctl, tmp_path: P
     pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["key", "key"]), file)
     error = _refused(rc, "log", "append", "A", "--file", str(file))
     assert error["message"] == f"{file}: column 'key' appears more than once"
+
+
+@pytest.mark.parametrize(
+    ("summary", "message"),
+    [
+        (
+            pa.schema([("key", pa.string()), ("payload", pa.int64())]),
+            "column 'payload' is int64, not a string",
+        ),
+        (
+            pa.schema([("key", pa.string()), ("seq", pa.int64())]),
+            "column 'seq' is not an event column; the columns are type, key, tags, payload "
+            "(names are exact, lower case)",
+        ),
+    ],
+)
+def test_m2_a_folders_summary_file_is_checked_like_its_files_in_the_dry_run_and_the_run(
+    rc: Replctl, tmp_path: Path, summary: pa.Schema, message: str
+) -> None:
+    # Spark merges a summary file's columns into the folder's: a conflicting type or a column that is not an
+    # event column is refused before Spark starts, by the dry run as by the run (it passed the dry run).
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet(folder / "a.parquet", {"key": pa.array(["a1"]), "payload": pa.array(['{"x": 1}'])})
+    pq.write_metadata(summary, folder / "_common_metadata")
+    for dry_run in (["--dry-run"], []):
+        error = _refused(rc, "log", "append", "A", "--file", str(folder), *dry_run)
+        assert (error["code"], error["message"]) == ("bad-file", f"{folder / '_common_metadata'}: {message}")
+
+
+def test_m2_a_column_of_conflicting_types_across_a_folders_files_is_refused(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet(folder / "a.parquet", {"key": pa.array(["a1"]), "payload": pa.array(['{"x": 1}'])})
+    _parquet(folder / "b.parquet", {"key": pa.array(["b1"]), "payload": pa.array([1], pa.int64())})
+    error = _refused(rc, "log", "append", "A", "--file", str(folder))
+    assert (error["code"], error["message"]) == (
+        "bad-file",
+        f"{folder / 'b.parquet'}: column 'payload' is int64, not a string",
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [('{"key": "x", "key": "y"}', "key"), ('{"key": "x", "payload": {"a": [{"b": 1, "b": 2}]}}', "b")],
+)
+def test_a_field_given_twice_in_an_event_is_refused_on_every_path(
+    rc: Replctl, tmp_path: Path, event: str, field: str
+) -> None:
+    # Python's reader keeps the last value; which one the operator meant is unknown, so nothing is stored.
+    message = f'field "{field}" appears more than once in one object'
+    error = _refused(rc, "log", "append", "A", "--event", '{"key": "ok"}', "--event", event)
+    assert (error["code"], error["message"]) == ("bad-event", f"--event #2: {message}")
+    lines = tmp_path / "events.jsonl"
+    lines.write_text(f'{{"key": "ok"}}\n{event}\n')
+    error = _refused(rc, "log", "append", "A", "--file", str(lines))
+    assert (error["code"], error["message"]) == ("bad-event", f"events.jsonl:2: {message}")
+
+
+def test_a_parquet_payload_naming_a_field_twice_is_refused(rc: Replctl, tmp_path: Path) -> None:
+    file = _parquet(tmp_path / "events.parquet", {"payload": pa.array(['{"a": 1}', '{"a": 1, "a": 2}'])})
+    error = _refused(rc, "log", "append", "A", "--file", str(file))
+    assert (error["code"], error["message"]) == (
+        "bad-event",
+        f'{file}: row 2: field "a" appears more than once in one object',
+    )
+
+
+def test_a_folders_file_that_spark_reads_is_checked_though_its_name_starts_with_an_underscore(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Spark reads `_part=1.parquet` (a name holding `=` is a partition's), so it is checked like any file;
+    # `_skipped.parquet` and `.hidden.parquet` are not read, and not checked.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet(folder / "a.parquet", {"key": pa.array(["a1"])})
+    not_json = {"payload": pa.array(["not json"])}
+    _parquet(folder / "_skipped.parquet", not_json)
+    _parquet(folder / ".hidden.parquet", not_json)
+    _parquet(folder / "_part=1.parquet", not_json)
+    error = _refused(rc, "log", "append", "A", "--file", str(folder))
+    assert (error["code"], error["message"]) == (
+        "bad-event",
+        f"{folder / '_part=1.parquet'}: row 1: payload is not JSON text (Expecting value)",
+    )

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from clitool import Replctl, lose_what_the_neighbour_deleted, terminal_once_unfiltered, y_between_b_and_n
+from clitool import (
+    Replctl,
+    chain_a_b_c_d,
+    chain_z_y_x,
+    lose_what_the_neighbour_deleted,
+    terminal_once_unfiltered,
+    y_between_b_and_n,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -109,6 +116,20 @@ def backed_up_then_lost(rc: Replctl) -> None:
     rc("drill", "disaster", "A", "--from", "1")
 
 
+def a_lost_b_damaged(rc: Replctl) -> None:
+    """A↔B, A↔C replicated; C deleted a1..a5; A loses everything and B's log is damaged: B takes its place in
+    a round and serves nothing (DR0), C fails DR4, and no loss is accepted while B cannot serve."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5")
+    rc("replicate")
+    rc("delete", "C", "--upto", "5")
+    rc("drill", "disaster", "A", "--from", "1")
+    rc("drill", "disaster", "B", "--from", "5")
+
+
 def three_with_c(rc: Replctl) -> None:
     """A↔B replicated, and C, new and unconnected."""
     replicated(rc)
@@ -142,6 +163,17 @@ def backed_up_once(rc: Replctl) -> None:
     rc.append("A", "a4")
 
 
+def chain_against_the_order(rc: Replctl) -> None:
+    """Z→Y→X→W with z1, z2 at Z: in name order each pass comes before the one feeding it, so the run takes
+    one round per connection (Z→Y in round 1, Y→X in round 2, X→W in round 3)."""
+    for name in ("W", "X", "Y", "Z"):
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "Y")
+    rc("topology", "add", "Y", "X")
+    rc("topology", "add", "X", "W")
+    rc.append("Z", "z1", "z2")
+
+
 def without(doc: Doc, *keys: str) -> Doc:
     """The document without the keys only a run can fill (ids) and the dry-run flag."""
     return {k: v for k, v in doc.items() if k not in {"dry_run", *keys}}
@@ -155,7 +187,7 @@ def passes(doc: Doc) -> dict[tuple[str, str], Doc]:
             "action": RAN.get(p["action"], p["action"]),
         }
         for p in doc["passes"]
-        if p["action"] != "depends"  # decided only once an earlier pass of the round has written
+        if p["action"] != "depends"  # decided only once an earlier pass of the run has written
     }
 
 
@@ -172,6 +204,26 @@ def first_passes(doc: Doc) -> dict[tuple[str, str], Doc]:
     for p in doc["passes"]:
         first.setdefault((p["source"], p["target"]), without(p))
     return first
+
+
+def unplanned(planned: Doc, ran: Doc) -> list[Doc]:
+    """The run's passes its dry run did not list: every pass the run makes is in the plan, decided in its
+    round, or as `depends` in that round or an earlier one (which stands for the later rounds too), or is a
+    decided wait the run reports again in a later round."""
+    decided = {(p["source"], p["target"], p["round"]) for p in planned["passes"] if p["action"] != "depends"}
+    waits = {
+        (p["source"], p["target"]): without(p, "round")
+        for p in planned["passes"]
+        if p["action"] in ("wait", "blocked", "damaged")
+    }
+    depends = {(p["source"], p["target"]): p["round"] for p in planned["passes"] if p["action"] == "depends"}
+    return [
+        p
+        for p in ran["passes"]
+        if (p["source"], p["target"], p["round"]) not in decided
+        and depends.get((p["source"], p["target"]), p["round"] + 1) > p["round"]
+        and waits.get((p["source"], p["target"])) != without(p, "round")
+    ]
 
 
 def deletion(doc: Doc) -> Doc:
@@ -239,6 +291,11 @@ CASES = {
     "replicate SRC DST": Case(replicated, ("replicate", "A", "B"), passes),
     "replicate SRC DST (a pending deletion completes)": Case(pending_at_a, ("replicate", "A", "B"), passes),
     "replicate (a pending deletion completes)": Case(pending_at_a, ("replicate",), passes),
+    "replicate (a pass earlier in the order is fed, round 2)": Case(chain_z_y_x, ("replicate",), passes),
+    "replicate (a chain fed through passes that depend)": Case(chain_a_b_c_d, ("replicate",), passes),
+    "replicate (a chain against the order, rounds 1 to 3)": Case(
+        chain_against_the_order, ("replicate",), passes
+    ),
     "delete --upto (straddling cut)": Case(replicated, ("delete", "A", "--upto", "2"), deletion),
     "delete --upto (pending)": Case(replicated, ("delete", "A", "--upto", "4"), deletion, code=5),
     "delete --older-than": Case(replicated, ("delete", "A", "--older-than", "0s"), deletion, code=5),
@@ -264,6 +321,9 @@ CASES = {
     ),
     "recover location (terminal, its filter once cleared: unfiltered, DR3)": Case(
         terminal_once_unfiltered_lost, ("recover", "location", "A"), recovery
+    ),
+    "recover location --accept-loss (an eligible source damaged)": Case(
+        a_lost_b_damaged, ("recover", "location", "A", "--accept-loss"), recovery, code=5
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery
@@ -317,6 +377,7 @@ def test_the_dry_run_decides_what_the_run_does(rc: Replctl, case: Case) -> None:
         assert planned_passes == {
             key: _comparable(ran_passes.get(key), plan) for key, plan in planned_passes.items()
         }
+        assert unplanned(planned, ran) == []
         # DEL4: the run retries every pending deletion after its passes; the dry run lists each retry.
         planned_retries, ran_retries = retries(planned), retries(ran)
         assert planned_retries.keys() == ran_retries.keys()

@@ -570,12 +570,8 @@ def test_accepting_a_loss_waits_while_an_eligible_source_is_damaged_dr0_before_d
     assert rc.keys("A") == []
 
 
-@pytest.mark.parametrize("killed_first", [False, True])
-def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed_run(
-    rc: Replctl, monkeypatch: pytest.MonkeyPatch, killed_first: bool
-) -> None:
-    # DR5: B deleted a1, a2 (A's own), A loses its log; accepting B's loss gives them up. A run killed after the
-    # merge left DVV-A[A] = 2 in the catalog; its re-run must still name a1, a2 lost, as one run does.
+def a_lost_what_b_deleted(rc: Replctl) -> None:
+    """A↔B with a1..a4 everywhere; B deletes a1, a2 (A's own); A loses its whole log."""
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
@@ -583,6 +579,15 @@ def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed
     rc("replicate")
     rc("delete", "B", "--upto", "2")
     rc("drill", "disaster", "A", "--from", "1")
+
+
+@pytest.mark.parametrize("killed_first", [False, True])
+def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed_run(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch, killed_first: bool
+) -> None:
+    # DR5: B deleted a1, a2 (A's own), A loses its log; accepting B's loss gives them up. A run killed after the
+    # merge left DVV-A[A] = 2 in the catalog; its re-run must still name a1, a2 lost, as one run does.
+    a_lost_what_b_deleted(rc)
     if killed_first:
         killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
         assert rc.location("A")["state"] == "recovering"
@@ -772,3 +777,21 @@ def test_a_plain_recovery_losing_own_events_only_a_dr3_refused_neighbour_and_the
     doc = rc.json("recover", "location", "A", "--from-backup", made, expect=5)
     assert (doc["lost"], [r["source"] for r in doc["refused"]]) == ({}, ["D"])
     assert rc.stored("A") == [("A", 1, "a1")]
+
+
+def test_what_an_accepted_loss_gave_up_is_named_lost_after_a_second_disaster_during_the_recovery(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DR5, DR0: the first run accepted B's deletion of a1, a2 (given up) and was killed; A then lost its log a
+    # second time while recovering, and the next run, killed too, journalled the loss again. The run that ends
+    # the recovery must still name a1, a2 lost: every run since A's last completed recovery counts, not only
+    # those back to the newest loss.
+    a_lost_what_b_deleted(rc)
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "recovering"
+    rc("drill", "disaster", "A", "--from", "1")
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--yes")
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from replctl.adapters.spark.admission import first_block
 from replctl.adapters.spark.schema import read_events
-from replctl.adapters.spark.session import connect_lost, unreachable
+from replctl.adapters.spark.session import raise_if_connect_lost
 from replctl.adapters.spark.transforms import covered_by_identity
 
 if TYPE_CHECKING:
@@ -58,23 +58,16 @@ def filter_failure(  # noqa: PLR0917 (the port's signature)
                 events, target_cvv=target_cvv, filter_sql=filter_sql, admission=admission, keys=None
             )
         except Exception as exc:
-            _raise_if_unreachable(exc, filter_sql)
+            raise_if_connect_lost(exc, f"checking the filter {filter_sql!r}")
             return _first_line(exc)
         if block is not None:
             events = events.where(F.col("seq") < F.lit(block))
     try:
         events.select(F.count_if(F.coalesce(F.expr(filter_sql), F.lit(False)))).collect()
     except Exception as exc:
-        _raise_if_unreachable(exc, filter_sql)
+        raise_if_connect_lost(exc, f"checking the filter {filter_sql!r}")
         return _first_line(exc)
     return None
-
-
-def _raise_if_unreachable(error: Exception, filter_sql: str) -> None:
-    """A Spark Connect server gone between the reads says nothing about the filter: exit 6 with the engine's
-    hint, so that the connection is not marked failed with the gRPC client's repr as its reason."""
-    if unreachable(error):
-        raise connect_lost(f"checking the filter {filter_sql!r}") from error
 
 
 def _first_line(error: Exception) -> str:

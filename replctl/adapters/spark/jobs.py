@@ -34,7 +34,7 @@ from replctl.adapters.spark.schema import (
     refuse_missing,
     vt_entries,
 )
-from replctl.adapters.spark.session import connect_lost, spark_failures, unreachable
+from replctl.adapters.spark.session import raise_if_connect_lost, spark_failures
 from replctl.adapters.spark.transforms import (
     CANDIDATE,
     SKIP_CAUSAL,
@@ -139,7 +139,16 @@ def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str |
 
 def _parquet_inputs(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
     try:
-        raw = spark.read.parquet(path)
+        raw = (
+            spark.read
+            # The union of every file's columns (M2): without it Spark takes the columns of one footer (a
+            # summary file's or one part file's), and a column missing there is read as null in every file.
+            .option("mergeSchema", "true")
+            # Every file below the folder, as `adapters.eventfile` checks them: without it, files in a
+            # subfolder are left out and a folder named `key=x` becomes a column that overrides the files'.
+            .option("recursiveFileLookup", "true")
+            .parquet(path)
+        )
         fields = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
     except Exception as exc:
         raise InvalidInput(f"cannot read the event file {path}: {str(exc).splitlines()[0]}") from exc
@@ -219,10 +228,9 @@ def validate_filter(spark: SparkSession, filter_sql: str) -> None:
             spark.createDataFrame([], FILTER_DDL).select(F.expr(filter_sql).alias("f")).schema["f"].dataType
         )
     except Exception as exc:
-        if unreachable(exc):
-            # On Spark Connect the analysis is a call to the server: a server that is gone says nothing about
-            # the filter, and must not get the connection marked failed for it (issue 14).
-            raise connect_lost(f"checking the filter {filter_sql!r}") from exc
+        # On Spark Connect the analysis is a call to the server: a server that is gone says nothing about the
+        # filter, and must not get the connection marked failed for it (issue 14).
+        raise_if_connect_lost(exc, f"checking the filter {filter_sql!r}")
         raise BadFilter(f"bad filter {filter_sql!r}: {str(exc).strip().splitlines()[0]}") from exc
     if kind.simpleString() != "boolean":
         raise BadFilter(f"bad filter {filter_sql!r}: it is {kind.simpleString()}, not boolean")

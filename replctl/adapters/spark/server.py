@@ -134,6 +134,14 @@ def start(
         if found.alive and found.record is not None:
             # Alive but not answering: a server still starting (another start was interrupted) or hung.
             _terminate(found.record.pid)
+        if _answers(f"sc://{LOOPBACK}:{port}"):
+            # Another program holds the port (often another replctl home's engine): the new server would fail
+            # to bind, while the other one answered this start's wait and was recorded as this home's.
+            raise EnvironmentFailure(
+                f"cannot start the Spark engine: port {port} on {LOOPBACK} is in use by another program",
+                code="spark",
+                hint="choose a free port: replctl engine start --port N",
+            )
         log = home / LOG
         process = _launch(home, master=master, port=port, conf=conf, log=log)
         record = EngineRecord(

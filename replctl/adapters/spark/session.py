@@ -531,6 +531,13 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
     return EnvironmentFailure(f"{what} failed in Spark: {root}{failure_log_note()}", code="spark")
 
 
+def raise_if_connect_lost(exc: BaseException, what: str) -> None:
+    """Raise `connect_lost(what)` from `exc` when it says the Spark Connect server is gone: a server that went
+    away says nothing about what was asked (a filter, a read), and must not be reported as its fault."""
+    if unreachable(exc):
+        raise connect_lost(what) from exc
+
+
 def connect_lost(what: str) -> EnvironmentFailure:
     """The error (exit 6) for `what` when the session's Spark Connect server stopped answering mid-command.
 
