@@ -10,10 +10,17 @@ name of a folder they lie in) starts with `.`, or with `_` and holds no `=`, and
 (`._COPYING_`): `_part=1.parquet` is read, and checked. Its Parquet summary files (`_metadata`,
 `_common_metadata`) hold no events, but Spark merges their columns into the columns it reads, so their columns
 are checked like a file's: the run never refuses a column that a dry run let through.
+
+Names that Spark and this checker could read differently are refused (exit 2) rather than guessed at: Spark
+lists every name that starts with `_metadata` or `_common_metadata` (a folder `_metadata_old/` is read, a file
+`_metadata.bak` is merged into the columns), and it follows a symbolic link to a folder, which Python's walk and
+the input's digest (REP3) do not; a name that is neither a file nor a folder (a FIFO, a dangling link) would
+block or vanish. Every string (type, key, each tag, payload) must be UTF-8: Parquet does not enforce it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,38 +38,69 @@ _SUMMARY_NAMES = ("_metadata", "_common_metadata")
 
 def check_parquet_events(path: Path, max_payload_bytes: int) -> None:
     """Raise InvalidInput (exit 2) naming the file, row and column at the first thing an event may not hold."""
-    files = _files(path)
+    files, summaries = _listing(path)
     if not files:
         raise InvalidInput(f"{path}: no Parquet files in the folder", code="bad-file")
-    for summary in _summaries(path):
+    for summary in summaries:
         _check_schema(summary, _schema(summary))
     for file in files:
         _check_file(file, max_payload_bytes)
 
 
-def _files(path: Path) -> list[Path]:
+def _listing(path: Path) -> tuple[list[Path], list[Path]]:
+    """The files Spark reads the rows of, and the summary files it reads the columns of, in name order."""
     if path.is_file():
-        return [path]
-    return sorted(f for f in path.rglob("*") if f.is_file() and not _hidden(f.relative_to(path).parts))
+        # Spark reads the file the path resolves to (`AppendSource`), and skips it by that name as it would
+        # in a folder: the JVM-free run, for small files, would append what Spark refuses.
+        name = path.resolve().name
+        if name.startswith(_SUMMARY_NAMES) or _hidden(name):
+            raise _ambiguous(path, "Spark skips a file so named", "rename the file")
+        return [path], []
+    files: list[Path] = []
+    summaries: list[Path] = []
+    pending = [path]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:  # Spark could not list it either: say so rather than check less than it reads
+            raise InvalidInput(f"{folder}: cannot list the folder ({exc.strerror})", code="bad-file") from exc
+        for entry in entries:
+            found = Path(entry.path)
+            if entry.name.startswith(_SUMMARY_NAMES):
+                # Spark lists these whatever follows the prefix; only the exact names are summaries.
+                if entry.name not in _SUMMARY_NAMES or not entry.is_file():
+                    raise _ambiguous(
+                        found,
+                        "its name starts like a Parquet summary file's",
+                        "rename it, or give the event files directly",
+                    )
+                summaries.append(found)
+            elif _hidden(entry.name):
+                continue
+            elif entry.is_symlink() and entry.is_dir():
+                raise _ambiguous(
+                    found, "it is a symbolic link to a folder", "give the linked folder's files directly"
+                )
+            elif entry.is_dir():
+                pending.append(found)
+            elif entry.is_file():
+                files.append(found)
+            else:
+                raise _ambiguous(found, "it is neither a file nor a folder", "move it out of the folder")
+    return sorted(files), sorted(summaries)
 
 
-def _summaries(path: Path) -> list[Path]:
-    """The Parquet summary files below a folder that Spark reads the columns of (not their rows)."""
-    if path.is_file():
-        return []
-    return sorted(
-        f
-        for f in path.rglob("*")
-        if f.name in _SUMMARY_NAMES and f.is_file() and not _hidden(f.relative_to(path).parent.parts)
-    )
+def _hidden(name: str) -> bool:
+    # Spark's rule for the names it leaves out of a folder (HadoopFSUtils.shouldFilterOutPathName, pinned by
+    # `jobs._parquet_inputs`), once `_metadata*` names are dealt with: a name with `=` is a partition's, read
+    # even when it starts with `_`.
+    return name.endswith("._COPYING_") or name.startswith(".") or (name.startswith("_") and "=" not in name)
 
 
-def _hidden(parts: tuple[str, ...]) -> bool:
-    # Spark's rule for the names it leaves out of a folder (HadoopFSUtils.shouldFilterOutPathName): a name
-    # with `=` is a partition's, read even when it starts with `_`.
-    return any(
-        part.startswith(".") or (part.startswith("_") and "=" not in part) or part.endswith("._COPYING_")
-        for part in parts
+def _ambiguous(found: Path, why: str, hint: str) -> InvalidInput:
+    return InvalidInput(
+        f"{found}: Spark and the input check could read this differently: {why}", code="bad-file", hint=hint
     )
 
 
@@ -86,12 +124,14 @@ def _check_file(file: Path, max_payload_bytes: int) -> None:
     except (pa.ArrowException, OSError) as exc:
         raise _not_parquet(file, exc) from exc
     _check_schema(file, schema)
-    columns = [name for name in ("tags", "payload") if name in schema.names]
+    columns = [name for name in ALLOWED if name in schema.names]
     if not columns:
         return
     row = 0
     try:
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
+            for name in columns:
+                _check_utf8(file, row, name, batch.column(name))
             if "tags" in columns:
                 _check_tags(file, row, batch.column("tags"))
             if "payload" in columns:
@@ -168,6 +208,40 @@ def _check_tags(file: Path, first_row: int, tags: Any) -> None:
                     f"{file}: row {first_row + index + 1}: tags holds null; tags is a list of strings",
                     code="bad-event",
                 )
+
+
+def _check_utf8(file: Path, first_row: int, name: str, column: Any) -> None:
+    """Refuse a string that is not UTF-8: Parquet does not enforce it, Spark would store the bytes, and Python
+    cannot decode them (the payload's check, the JVM-free writer)."""
+    import pyarrow as pa
+
+    try:
+        column.validate(full=True)
+        return
+    except pa.ArrowInvalid:
+        pass
+    # Arrow names the bad string's index, not the row (a tag's index counts every row's tags): find the row.
+    for index, value in enumerate(column.view(_as_binary(column.type)).to_pylist()):
+        for text in value if isinstance(value, list) else [value]:
+            try:
+                if text is not None:
+                    text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(
+                    f"{file}: row {first_row + index + 1}: {name} is not UTF-8 (byte {exc.start})",
+                    code="bad-event",
+                ) from exc
+    # Arrow refused what Python decodes (it should not happen): still refuse, without a row to name.
+    raise InvalidInput(f"{file}: {name} holds bytes that are not UTF-8", code="bad-event")
+
+
+def _as_binary(kind: Any) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        listed = pa.large_list if pa.types.is_large_list(kind) else pa.list_
+        return listed(_as_binary(kind.value_type))
+    return pa.large_binary() if pa.types.is_large_string(kind) else pa.binary()
 
 
 def _null_rows(array: Any) -> Iterator[int]:

@@ -138,6 +138,7 @@ def recover(
 
 BEFORE_STEPS = ("metadata", "restore")  # the steps that make A recovering, with A's clock before the loss
 ACCEPT_STEP = "accept-loss"  # one accepted neighbour (DR5): what was merged and what that gave up
+END_STEP = "end"  # the clock past T (DR1) and the state A is left in
 
 
 def before_loss_detail(seq: int, cvv: VectorTime) -> dict[str, Any]:
@@ -162,9 +163,9 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
     more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
     gone: dict[str, tuple[int, int]] = {}
-    # Every run since A's last completed recovery, not only those back to the newest loss: a loss found again
-    # while A was recovering (a second disaster) does not give back what an earlier run gave up.
-    for op in _same_loss(ctx, loc, since_completed=True):
+    # Every run while A stayed recovering, not only those back to the newest loss: a loss found again while A
+    # was recovering (a second disaster) does not give back what an earlier run gave up.
+    for op in _while_recovering(ctx, loc):
         for step in op.steps:
             for origin, (lo, hi) in (
                 step.detail.get("given_up", {}).items() if step.name == ACCEPT_STEP else ()
@@ -173,26 +174,36 @@ def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[in
     return gone
 
 
-def _same_loss(ctx: OperationContext, loc: Location, *, since_completed: bool = False) -> list[Operation]:
-    """The earlier `recover` runs on A's current loss, newest first: while A is recovering, those since its
-    last completed recovery, back to the one that made it recovering (the metadata or restore step), or with
-    `since_completed` all of them (A stayed recovering through every loss found since)."""
+def _same_loss(ctx: OperationContext, loc: Location) -> list[Operation]:
+    """The earlier `recover` runs on A's current loss, newest first: those while A stayed recovering, back to
+    the one that made it recovering (the metadata or restore step)."""
+    same = []
+    for op in _while_recovering(ctx, loc):
+        same.append(op)
+        if any(step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps):
+            break
+    return same
+
+
+def _while_recovering(ctx: OperationContext, loc: Location) -> list[Operation]:
+    """The earlier `recover` runs on A since it last left recovery, newest first (none unless A is
+    recovering). A run left it when it succeeded, or when its `end` step made A active: a run whose report
+    failed after that step (or that was stopped there) ended A's recovery all the same."""
     if loc.state is not LocationState.RECOVERING:
         return []
-    with ctx.transaction() as tx:
+    with ctx.transaction(readonly=True) as tx:
         runs = tx.find_operations("recover location", {"location": loc.name})
-    same = []
+    since = []
     for op in runs:
         if op.id == ctx.id:
             continue
-        if op.outcome is Outcome.SUCCEEDED:
-            break
-        same.append(op)
-        if not since_completed and any(
-            step.name in BEFORE_STEPS and "cvv_before" in step.detail for step in op.steps
+        if op.outcome is Outcome.SUCCEEDED or any(
+            step.name == END_STEP and step.detail.get("state") == LocationState.ACTIVE.value
+            for step in op.steps
         ):
             break
-    return same
+        since.append(op)
+    return since
 
 
 def _start_of_rounds(ctx: OperationContext, loc: Location) -> VectorTime:
@@ -397,7 +408,7 @@ def finish_recovery(
         current = get_location(tx, name)
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
-        ctx.step(tx, "end", {"seq": ended.seq, "floor": floor})
+        ctx.step(tx, END_STEP, {"seq": ended.seq, "floor": floor, "state": ended.state.value})
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
     start = _start_of_rounds(ctx, ended)
     with ctx.transaction(readonly=True) as tx:

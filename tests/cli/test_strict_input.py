@@ -250,3 +250,124 @@ def test_a_folders_file_that_spark_reads_is_checked_though_its_name_starts_with_
         "bad-event",
         f"{folder / '_part=1.parquet'}: row 1: payload is not JSON text (Expecting value)",
     )
+
+
+def _refused_alike(rc: Replctl, *args: str) -> tuple[str, str, str | None]:
+    """The run and its dry run refuse alike (exit 2), and the log keeps exactly the events it held."""
+    before = rc.json("log", "show", "A")["events"]
+    dry = _refused(rc, *args, "--dry-run")
+    error = _refused(rc, *args)
+    assert dry == error
+    assert rc.json("log", "show", "A")["events"] == before
+    return error["code"], error["message"], error["hint"]
+
+
+def _folder_with_a_good_file(tmp_path: Path) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _parquet(folder / "a.parquet", {"key": pa.array(["a1"])})
+    return folder
+
+
+NOT_JSON = {"payload": pa.array(["not json"])}
+
+
+SUMMARY_LIKE = (
+    "its name starts like a Parquet summary file's",
+    "rename it, or give the event files directly",
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "refusal"),
+    [
+        # Spark reads the files of a folder so named; the check skipped them (a name starting with `_`), so
+        # their events went in unchecked.
+        ("_metadata_old", "folder", SUMMARY_LIKE),
+        ("_metadata", "folder", SUMMARY_LIKE),
+        ("_common_metadata_x", "folder", SUMMARY_LIKE),
+        # Spark merges such a file's columns like a data file's: the dry run said ok, the run failed in Spark.
+        ("_metadata.bak", "file", SUMMARY_LIKE),
+        ("_common_metadata.old", "file", SUMMARY_LIKE),
+        # Spark follows the link and reads the files there; the check and the input's digest (REP3) did not,
+        # so their events went in unchecked, and a re-run after they changed was taken for the same input.
+        (
+            "linked",
+            "link",
+            ("it is a symbolic link to a folder", "give the linked folder's files directly"),
+        ),
+    ],
+)
+def test_m2_rep3_a_name_that_spark_reads_unlike_the_check_is_refused(
+    rc: Replctl, tmp_path: Path, name: str, kind: str, refusal: tuple[str, str]
+) -> None:
+    rc.append("A", "e1")
+    folder = _folder_with_a_good_file(tmp_path)
+    if kind == "file":
+        _parquet(folder / name, {"key": pa.array(["b1"]), "seq": pa.array([1])})
+    elif kind == "folder":
+        (folder / name).mkdir()
+        _parquet(folder / name / "p.parquet", NOT_JSON)
+    else:
+        (tmp_path / "other").mkdir()
+        _parquet(tmp_path / "other" / "p.parquet", NOT_JSON)
+        (folder / name).symlink_to(Path("..") / "other", target_is_directory=True)
+    why, hint = refusal
+    assert _refused_alike(rc, "log", "append", "A", "--file", str(folder)) == (
+        "bad-file",
+        f"{folder / name}: Spark and the input check could read this differently: {why}",
+        hint,
+    )
+
+
+def test_m2_hidden_names_and_the_exact_summary_names_are_still_allowed(rc: Replctl, tmp_path: Path) -> None:
+    # Spark skips `.hidden/` (also when it is a link) and reads only the columns of `_common_metadata`: the
+    # refusals above are for names it reads, nothing more.
+    folder = _folder_with_a_good_file(tmp_path)
+    (folder / ".hidden").symlink_to(tmp_path, target_is_directory=True)
+    pq.write_metadata(pa.schema([("key", pa.string())]), folder / "_common_metadata")
+    doc = rc.json("log", "append", "A", "--file", str(folder), "--dry-run")
+    assert (doc["ok"], doc["dry_run"]) == (True, True)
+
+
+def _not_utf8(column: str) -> pa.Array:
+    """Two rows; the second holds bytes that are not UTF-8 (Parquet stores them; Arrow does not check)."""
+    values = pa.array([b'"ok"', b'"a\xff"'], pa.binary()).view(pa.string())
+    if column == "tags":
+        return pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), values)
+    return values
+
+
+@pytest.mark.parametrize("column", ["type", "key", "tags", "payload"])
+@pytest.mark.parametrize("in_folder", [False, True])
+def test_issue19_8_parquet_strings_that_are_not_utf8_are_refused(
+    rc: Replctl, tmp_path: Path, column: str, in_folder: bool
+) -> None:
+    # The check passed them (a payload crashed it), the JVM-free run refused, and Spark stored the bytes.
+    rc.append("A", "e1")
+    folder = _folder_with_a_good_file(tmp_path)
+    file = _parquet(folder / "b.parquet", {column: _not_utf8(column)})
+    given = folder if in_folder else file
+    assert _refused_alike(rc, "log", "append", "A", "--file", str(given)) == (
+        "bad-event",
+        f"{file}: row 2: {column} is not UTF-8 (byte 2)",
+        None,
+    )
+
+
+@pytest.mark.parametrize("name", ["_events.parquet", ".events.parquet", "_metadata_x.parquet"])
+def test_m2_a_file_named_as_spark_skips_is_refused_whatever_its_size(
+    rc: Replctl, tmp_path: Path, name: str
+) -> None:
+    # Spark skips a file so named even when given directly (no schema, or no events: exit 2); the JVM-free
+    # run of a small file appended it, so whether it was appended depended on its size.
+    rc.append("A", "e1")
+    file = _parquet(tmp_path / name, {"key": pa.array(["b1"])})
+    link = tmp_path / "events.parquet"
+    link.symlink_to(name)
+    for given in (file, link):
+        assert _refused_alike(rc, "log", "append", "A", "--file", str(given)) == (
+            "bad-file",
+            f"{given}: Spark and the input check could read this differently: Spark skips a file so named",
+            "rename the file",
+        )

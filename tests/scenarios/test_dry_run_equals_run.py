@@ -319,11 +319,11 @@ CASES = {
     "recover location --accept-loss (DR4 source, then a DR3 neighbour)": Case(
         y_between_b_and_n_lost, ("recover", "location", "Y", "--accept-loss"), recovery
     ),
-    "recover location (terminal, its filter once cleared: unfiltered, DR3)": Case(
-        terminal_once_unfiltered_lost, ("recover", "location", "A"), recovery
-    ),
     "recover location --accept-loss (an eligible source damaged)": Case(
         a_lost_b_damaged, ("recover", "location", "A", "--accept-loss"), recovery, code=5
+    ),
+    "recover location (terminal, its filter once cleared: unfiltered, DR3)": Case(
+        terminal_once_unfiltered_lost, ("recover", "location", "A"), recovery
     ),
     "recover location --from-backup": Case(
         backed_up_then_lost, ("recover", "location", "A", "--from-backup", "latest"), recovery

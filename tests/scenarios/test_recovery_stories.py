@@ -597,6 +597,40 @@ def test_own_events_an_accepted_loss_gave_up_are_named_lost_also_after_a_resumed
     assert rc.keys("A") == ["a3", "a4"]
 
 
+def test_what_an_accepted_loss_gave_up_is_named_lost_after_a_second_disaster_during_the_recovery(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DR5, DR0: the first run accepted B's deletion of a1, a2 (given up) and was killed; A then lost its log a
+    # second time while recovering, and the next run, killed too, journalled the loss again. The run that ends
+    # the recovery must still name a1, a2 lost: every run since A's last completed recovery counts, not only
+    # those back to the newest loss.
+    a_lost_what_b_deleted(rc)
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "recovering"
+    rc("drill", "disaster", "A", "--from", "1")
+    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--yes")
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
+
+
+def test_a_recovery_that_made_the_location_active_ends_what_later_runs_name_lost(
+    rc: Replctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DR5, DR1: the first recovery accepted B's deletion of a1, a2 and made A active (its `end` step), then was
+    # stopped before the operation's own end. A second loss later is a new one: its recovery brings a3, a4
+    # back from B and names nothing lost (a1, a2 were given up, and named, by the first recovery).
+    a_lost_what_b_deleted(rc)
+    killed(rc, monkeypatch, "operation.before-finish", "recover", "location", "A", "--accept-loss", "--yes")
+    assert rc.location("A")["state"] == "active"
+    rc("drill", "disaster", "A", "--from", "1")
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A", "--yes")
+    assert (planned["lost"], doc["lost"]) == ({}, {})
+    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"
+
+
 def test_a_terminal_location_gets_back_what_it_held_through_a_filter_since_changed_dr3(rc: Replctl) -> None:
     # DR3 through every filter N→A ever had: x1 came in under `x%`; after the change to `y%`, y2's vt covers
     # it, so a recovery through `y%` alone never brought it back and said nothing was lost.
@@ -777,21 +811,3 @@ def test_a_plain_recovery_losing_own_events_only_a_dr3_refused_neighbour_and_the
     doc = rc.json("recover", "location", "A", "--from-backup", made, expect=5)
     assert (doc["lost"], [r["source"] for r in doc["refused"]]) == ({}, ["D"])
     assert rc.stored("A") == [("A", 1, "a1")]
-
-
-def test_what_an_accepted_loss_gave_up_is_named_lost_after_a_second_disaster_during_the_recovery(
-    rc: Replctl, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # DR5, DR0: the first run accepted B's deletion of a1, a2 (given up) and was killed; A then lost its log a
-    # second time while recovering, and the next run, killed too, journalled the loss again. The run that ends
-    # the recovery must still name a1, a2 lost: every run since A's last completed recovery counts, not only
-    # those back to the newest loss.
-    a_lost_what_b_deleted(rc)
-    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--accept-loss", "--yes")
-    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "recovering"
-    rc("drill", "disaster", "A", "--from", "1")
-    killed(rc, monkeypatch, "recover.before-end", "recover", "location", "A", "--yes")
-    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
-    doc = rc.json("recover", "location", "A", "--accept-loss", "--yes")
-    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
-    assert rc.keys("A") == ["a3", "a4"] and rc.location("A")["state"] == "active"

@@ -134,3 +134,33 @@ def test_rewrite_from_keeps_the_suffix_and_reports_the_dropped_lub(spark: Any, s
     assert everything.kept is None
     assert not store.exists(gone)
     assert everything.dropped is not None and everything.dropped.count == 5
+
+
+@pytest.mark.parametrize("ignored", [None, ""])
+def test_m2_spark_reads_a_folders_files_as_the_input_check_lists_them(
+    spark: Any, store: LogStore, tmp_path: Path, ignored: str | None
+) -> None:
+    # Spark reads `_part=1.parquet` and skips `_skipped.parquet`, `.hidden/` and `x._COPYING_`, as the check
+    # lists them; also when a Spark setting would stop it skipping names (an empty regex skips nothing).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from replctl.adapters import eventfile
+
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    (folder / ".hidden").mkdir()
+    for name in ("a.parquet", "_part=1.parquet", "sub/b.parquet", "_skipped.parquet", ".hidden/c.parquet"):
+        pq.write_table(pa.table({"key": pa.array([name])}), folder / name)
+    pq.write_table(pa.table({"key": pa.array(["copying"])}), folder / "d.parquet._COPYING_")
+    listed, _ = eventfile._listing(folder)
+    setting = "spark.sql.files.ignoredPathSegmentRegex"
+    if ignored is not None:
+        spark.conf.set(setting, ignored)
+    try:
+        out = _append(spark, store, "A", 1, {}, parquet_path=str(folder))
+    finally:
+        spark.conf.unset(setting)
+    read = sorted(e["key"] for e in read_log(spark, store, [catalogued(store, out)]))
+    assert read == sorted(p.relative_to(folder).as_posix() for p in listed)
+    assert read == ["_part=1.parquet", "a.parquet", "sub/b.parquet"]

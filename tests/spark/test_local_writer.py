@@ -125,3 +125,44 @@ def test_the_local_writer_never_writes_onto_an_existing_segment(store: LogStore)
     assert [e["key"] for e in read_local(store, [catalogued(store, out)])] == ["e1", None, "é"]
     # No staging folder is left behind, and the store lists the one segment.
     assert [p.name for p in store.local_path("A").iterdir()] == [out.split("/")[1]]
+
+
+UNUSUAL: list[dict[str, Any]] = [
+    {"type": "", "key": "", "tags": [""], "payload": '""'},
+    {"type": None, "key": 'quo"te\\back', "tags": ["\x00", "\u2028\u2029"], "payload": '{"a": "\\u0000"}'},
+    {"type": "\ufeff\uffff", "key": "\U0010ffff😀", "tags": [], "payload": None},
+    {"type": "t", "key": None, "tags": ["\t\n\r"], "payload": "[" + ",".join(["1"] * 500) + "]"},
+]
+
+
+def test_both_writers_agree_on_unusual_text_at_a_location_between_others_in_sliced_json(
+    spark: Any, store: LogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JSON lines of the local writer: empty strings stay empty (never null), control and non-BMP characters,
+    # quotes and backslashes survive; vt keys sort on both sides of the location; and a batch parsed in several
+    # slices (each line one here) is the batch parsed whole.
+    from replctl.adapters.logstore import writer
+
+    monkeypatch.setattr(writer, "_SLICE_BYTES", 1)
+    cvv = {"A": 2, "C": 1}
+    by_spark, by_arrow = store.new_segment_path("B", 3), store.new_segment_path("B", 3)
+    spark_stats = append_events(spark, store, "B", events=UNUSUAL, start_seq=3, cvv=cvv, out_rel=by_spark)
+    arrow_stats = append_local(store, "B", events=UNUSUAL, start_seq=3, cvv=cvv, out_rel=by_arrow)
+    assert arrow_stats == spark_stats
+    assert (
+        _parquet(store.local_path(by_arrow)).schema_arrow == _parquet(store.local_path(by_spark)).schema_arrow
+    )
+    by_arrow_read = read_local(store, [catalogued(store, by_arrow)])
+    assert _without_instant(read_log(spark, store, [catalogued(store, by_arrow)])) == _without_instant(
+        read_local(store, [catalogued(store, by_spark)])
+    )
+    assert [(e["seq"], e["vt"]) for e in by_arrow_read] == [
+        (3, {"A": 2, "B": 3, "C": 1}),
+        (4, {"A": 2, "B": 4, "C": 1}),
+        (5, {"A": 2, "B": 5, "C": 1}),
+        (6, {"A": 2, "B": 6, "C": 1}),
+    ]
+    assert [(e["type"], e["key"], e["tags"], e["payload"]) for e in by_arrow_read] == [
+        (x["type"], x["key"], x["tags"], x["payload"]) for x in UNUSUAL
+    ]
+    assert len({e["emitted_at"] for e in by_arrow_read}) == 1

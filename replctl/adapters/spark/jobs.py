@@ -147,6 +147,9 @@ def _parquet_inputs(spark: SparkSession, path: str) -> tuple[DataFrame, int]:
             # Every file below the folder, as `adapters.eventfile` checks them: without it, files in a
             # subfolder are left out and a folder named `key=x` becomes a column that overrides the files'.
             .option("recursiveFileLookup", "true")
+            # Spark's default for the names it skips, pinned: `adapters.eventfile` checks the files this rule
+            # lists, and a `--spark-conf spark.sql.files.ignoredPathSegmentRegex` must not let others in.
+            .option("ignoredPathSegmentRegex", "^[._]")
             .parquet(path)
         )
         fields = {f.name: f.dataType.simpleString() for f in raw.schema.fields}
