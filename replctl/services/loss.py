@@ -11,7 +11,7 @@
   with the hint naming the restore.
 - `report_lost`: after the rounds (or their plan, in a dry run) what the recovery could not get back, per
   origin as origin-time ranges (BK3's shape), leaving out what a refused neighbour still holds (DR5: it may
-  serve a later `recover`).
+  serve a later `recover`), except A's own events only a neighbour refused by DR3 holds (`lasting_holders`).
 """
 
 from __future__ import annotations
@@ -197,11 +197,28 @@ def own_lost_after(
     doc: dict[str, Any],
 ) -> list[int]:
     """After the run: every own origin time in (`deleted_own`, CVV-A[A] before] that A does not store, and no
-    refused neighbour stores either (it may serve a later `recover`, DR5)."""
-    refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
-    segments = [s for n in [name, *sorted(refused)] for s in tx.segments(n)]
+    neighbour that may serve a later `recover` (DR5, `lasting_holders`) stores either."""
+    segments = [s for n in [name, *sorted(lasting_holders(tx, name, doc))] for s in tx.segments(n)]
     stored = engine.origin_times(segments, name, above=deleted_own, upto=before[name]) if segments else set()
     return loss.own_lost(before[name], deleted_own, stored, emitted_ranges(tx, name))
+
+
+def lasting_holders(tx: CatalogTransaction, name: str, doc: Mapping[str, Any]) -> set[str]:
+    """The refused or accepted neighbours (DR5) whose store may still bring A's own events back: every one but
+    those DR3 refuses. A DR3 refusal never lifts (a filter stays in the history, H3), so no later `recover`
+    reads such a neighbour; once its loss is accepted, ordinary replication from it loses the race to A's next
+    append, which raises CVV-A[A] past the missing own events (EM1), so CF1 skips them there for good."""
+    refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
+    return refused - dr3_refused(tx, name)
+
+
+def dr3_refused(tx: CatalogTransaction, name: str) -> set[str]:
+    """The neighbours DR3 refuses as recovery sources of `name`, from the topology's history (as the rounds
+    decide it), accepted or not."""
+    _, refused = dr.eligible_sources(
+        load_state(tx), name, {c.key: c for c in tx.connections()}, dr.any_filter
+    )
+    return {r.source for r in refused if r.rule == "DR3"}
 
 
 def emitted_ranges(tx: CatalogTransaction, name: str) -> list[tuple[int, int]]:
@@ -231,8 +248,9 @@ def own_lost_planned(
     """The dry run's `own_lost_after`: `kept` are the own origin times the recovery keeps (survivors or the
     backup), `start_own` CVV-A[A] when the rounds start. A round's pass brings every own event its source
     stores above that entry (CF1; a filtered terminal source passes `origin = A`, DR3, so the own part never
-    depends on event contents); what no source and no refused neighbour stores is lost."""
-    refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
+    depends on event contents); what no source and no neighbour that may serve a later `recover` stores is
+    lost (`lasting_holders`)."""
+    refused = lasting_holders(tx, name, doc)
     sources = {n for r in doc["rounds"] for n in r["sources"]}
     wanted = loss.own_lost(before[name], deleted_own, kept, emitted_ranges(tx, name))
     if not wanted:
@@ -276,7 +294,11 @@ def _planned(
             )
         )
     for other in [*(r.source for r in refused), *(s.name for s in planned.pending)]:
-        brought.append((VectorTime(), locations[other].cvv))
+        cvv = locations[other].cvv
+        # A DR3 refusal never lifts: what such a neighbour holds of A's own events never comes back
+        # (`lasting_holders`); its foreign events may, once its loss is accepted (DR5).
+        lasting = not any(r.source == other and r.rule == "DR3" for r in refused)
+        brought.append((VectorTime(), cvv if lasting else cvv.without([name])))
     return brought
 
 

@@ -740,3 +740,74 @@ def test_the_text_of_a_run_names_the_origins_whose_loss_it_cannot_tell(rc: Replc
         "events of theirs its clock covered are not back"
     )
     assert "lost for good" not in out.stdout
+
+
+def _own_event_only_at_a_dr3_refused_neighbour(rc: Replctl, *, group: bool, backed_up: bool = False) -> str:
+    """A (neighbours B and D) sends a1 to D over a filtered A→D; a1 never reached B; then A loses everything."""
+    for name in "ABD":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    if group:
+        rc("topology", "group", "G", "A", "B")
+    rc("topology", "add", "A", "D", "--filter", "key = 'a1'")
+    rc("topology", "add", "D", "A")
+    if group:
+        # RFC2: D's copy of a1 is ahead of the group {A, B}, so it never passes into B either.
+        rc("topology", "add", "B", "D", "--filter", "key = 'a1'")
+        rc("topology", "add", "D", "B")
+    rc.append("A", "a1")
+    rc("replicate", "A", "D")
+    assert rc.stored("D") == [("A", 1, "a1")]
+    made = rc.json("backup", "create", "A")["backups"][0]["id"] if backed_up else ""
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    return str(made)
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["plain", "group"])
+def test_own_events_only_a_dr3_refused_neighbour_holds_are_named_lost_by_the_dry_run_and_the_run(
+    rc: Replctl, group: bool
+) -> None:
+    """DR3, DR5, BK3: D's refusal never lifts (A→D stays filtered in the history) and A's next append makes
+    CF1 skip a1 at D→A: a1 is lost to A's side, and every report says so, as `status` (BK3) did before."""
+    _own_event_only_at_a_dr3_refused_neighbour(rc, group=group)
+    planned = rc.json("recover", "location", "A", "--dry-run")
+    refused = rc("recover", "location", "A", "--json", expect=5).doc
+    for out in (planned, refused):
+        assert [(r["source"], r["rule"]) for r in out["refused"]] == [("D", "DR3")]
+        assert out["lost"] == {"A": [1, 1]}
+    text = rc("recover", "location", "A", "--accept-loss", "--dry-run").stdout
+    assert "A: events A: 1..1 would be lost for good" in text, text
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    accepted = rc.json("recover", "location", "A", "--accept-loss")
+    for out in (planned, accepted):
+        assert (out["accepted"], out["refused"]) == (["D"], [])
+        assert out["lost"] == {"A": [1, 1]}
+    assert rc.location("A")["state"] == "active"
+    rc.append("A", "a2")
+    ran = {(p["source"], p["target"]): p for p in rc.json("replicate")["passes"]}
+    assert (ran["D", "A"]["written"], ran["D", "A"]["skipped_causal"]) == (0, 1)  # CF1: a2 covers a1
+    assert rc.stored("A") == [("A", 2, "a2")]  # a1 is not back: the reports said so
+    assert rc.stored("B") == [("A", 2, "a2")]
+    assert rc.stored("D") == [("A", 1, "a1")]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_plain_recovery_losing_own_events_only_a_dr3_refused_neighbour_and_the_backup_hold_is_refused(
+    rc: Replctl,
+) -> None:
+    """BK3: a1 survives at D, which DR3 refuses for good, and in A's backup: losing it needs the restore or
+    consent, dry run and run alike; counting D as if it would serve a1 later, the recovery ran and lost it."""
+    made = _own_event_only_at_a_dr3_refused_neighbour(rc, group=False, backed_up=True)
+    before = rc.snapshot()
+    refusal = {
+        "code": "BK3",
+        "message": f"refused [BK3]: recover location A would lose A: 1..1, which backup {made} holds; "
+        "nothing was changed",
+        "hint": f"replctl recover location A --from-backup {made}",
+    }
+    assert rc.json("recover", "location", "A", "--dry-run", expect=3)["error"] == refusal
+    assert rc.json("recover", "location", "A", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    doc = rc.json("recover", "location", "A", "--from-backup", made, expect=5)
+    assert (doc["lost"], [r["source"] for r in doc["refused"]]) == ({}, ["D"])
+    assert rc.stored("A") == [("A", 1, "a1")]
