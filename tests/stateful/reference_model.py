@@ -156,6 +156,7 @@ class ReferenceModel:
         self.locations: dict[str, Location] = {}
         self.connections: dict[tuple[str, str], Connection] = {}
         self.refused_last: list[str] = []  # the neighbours the last event recovery could not use (DR5)
+        self.dr3_refused_last: list[str] = []  # those of them DR3 refused (filtered, A not terminal)
         self.edges: set[tuple[str, str]] = set()  # H2: every connection ever added
         self.filtered: set[tuple[str, str]] = set()  # H3: every connection ever filtered
         # Every filter each connection ever had, across reconnects (ADD4), None for a time without one (DR3).
@@ -639,10 +640,19 @@ class ReferenceModel:
         trial = copy.deepcopy(self)
         before = dict(self.locations[name].cvv)
         recovery(trial)
-        # What refused neighbours hold: the trial accepted them, and their events come by replication (DR5).
+        # What refused neighbours hold: the trial accepted them, and their events come by replication (DR5);
+        # but not A's own events at a neighbour DR3 refuses: no later recovery reads it, and A's next append
+        # raises CVV-A[A] past them (EM1), so replication from it skips them for good (CF1).
         reached = vt_join(
             trial.locations[name].cvv,
-            *(trial.locations[n].cvv for n in trial.refused_last),
+            *(
+                {
+                    o: t
+                    for o, t in trial.locations[n].cvv.items()
+                    if o != name or n not in trial.dr3_refused_last
+                }
+                for n in trial.refused_last
+            ),
         )
         return any(
             t > reached.get(o, 0) and newest.cvv.get(o, 0) > reached.get(o, 0) for o, t in before.items()
@@ -754,6 +764,7 @@ class ReferenceModel:
         waiting = list(sources)
         self._rounds(name, waiting, dvvs)
         self.refused_last = sorted(refused + [s for s, _ in waiting])
+        self.dr3_refused_last = sorted(refused)
         if not accept_loss:
             return self.refused_last
         target = self.locations[name]
