@@ -60,9 +60,14 @@ class Operation:
 
 @dataclass(frozen=True)
 class PendingDeletion:
-    """A physical deletion of a location's prefix that waits until `blocked_by` have received it (DEL4)."""
+    """A physical deletion of a location's prefix that waits until `blocked_by` have received it (DEL4).
+
+    `require_recoverable`: the request was asked under BK4's guard (`--require-recoverable` or the policy), so
+    its retries refuse to cut what would leave a location unrecoverable whatever the retrying run's policy.
+    """
 
     location: str
     requested_upto: int
     blocked_by: tuple[str, ...]
     requested_at: datetime
+    require_recoverable: bool = False

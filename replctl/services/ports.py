@@ -168,8 +168,16 @@ class CatalogTransaction(Protocol):
         """Insert the location, or overwrite the metadata of the one with its name."""
         ...
 
-    def put_pending_deletion(self, location: str, requested_upto: int, blocked_by: Iterable[str]) -> None:
-        """Record (or update) the deletion of `location` up to `requested_upto` waiting for `blocked_by`."""
+    def put_pending_deletion(
+        self,
+        location: str,
+        requested_upto: int,
+        blocked_by: Iterable[str],
+        *,
+        require_recoverable: bool = False,
+    ) -> None:
+        """Record (or update) the deletion of `location` up to `requested_upto` waiting for `blocked_by`, and
+        whether its retries must keep every location recoverable (BK4); the values given replace the stored."""
         ...
 
     def record_change(

@@ -319,6 +319,42 @@ def test_the_pending_deletion_of_one_location_is_read_alone(catalog: Catalog) ->
         assert tx.pending_deletion("B") is None
 
 
+def test_a_pending_deletion_records_whether_its_retries_are_held_to_bk4(
+    catalog: Catalog, clock: ManualClock
+) -> None:
+    _add_locations(catalog, "A", "B")
+    with catalog.transaction() as tx:
+        tx.put_pending_deletion("A", 5, ["C"], require_recoverable=True)
+        tx.put_pending_deletion("B", 3, ["C"])
+    with catalog.transaction() as tx:
+        assert [(p.location, p.require_recoverable) for p in tx.pending_deletions()] == [
+            ("A", True),
+            ("B", False),
+        ]
+    # A retry that still waits writes the flag again (the service keeps it, BK4); what it gives is stored.
+    clock.advance(30)
+    with catalog.transaction() as tx:
+        tx.put_pending_deletion("A", 5, ["C"], require_recoverable=True)
+        tx.put_pending_deletion("B", 8, ["C"], require_recoverable=True)
+    with catalog.transaction() as tx:
+        found = tx.pending_deletion("A")
+        assert found is not None and (found.require_recoverable, found.requested_at) == (True, START)
+        assert [(p.location, p.requested_upto, p.require_recoverable) for p in tx.pending_deletions()] == [
+            ("A", 5, True),
+            ("B", 8, True),
+        ]
+        tx.put_pending_deletion("A", 5, ["C"], require_recoverable=False)
+    with catalog.transaction() as tx:
+        found = tx.pending_deletion("A")
+        assert found is not None and found.require_recoverable is False
+        # Cleared and asked again without the guard: a new request, not held to the old one's.
+        assert tx.clear_pending_deletion("B") is True
+        tx.put_pending_deletion("B", 9, ["C"])
+    with catalog.transaction() as tx:
+        found = tx.pending_deletion("B")
+        assert found is not None and (found.requested_upto, found.require_recoverable) == (9, False)
+
+
 def test_the_repair_clears_only_removed_progress_past_the_source_seq_dr2(catalog: Catalog) -> None:
     with catalog.transaction() as tx:
         tx.put_location(Location("A", seq=1))

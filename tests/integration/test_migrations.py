@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from sqlalchemy import inspect, text
 
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.engine import make_engine
+from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.catalog.tables import metadata
 from replctl.errors import CatalogOutdated, EnvironmentFailure
 
@@ -155,3 +157,59 @@ def test_checking_and_using_a_current_catalog_does_not_import_alembic(sqlite_url
         cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0, done.stderr
+
+
+def _pending_deletion_columns(url: str) -> list[str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [c["name"] for c in inspect(conn).get_columns("pending_deletions")]
+    finally:
+        engine.dispose()
+
+
+def test_0006_keeps_the_deletions_waiting_at_0005_and_records_them_unguarded(catalog_url: str) -> None:
+    # A catalog left by the previous revision, holding a deletion that waits (DEL4): the upgrade adds BK4's
+    # flag without losing the request, which keeps false (its retries follow the policy, as at 0005).
+    migrate.upgrade(catalog_url, "0005")
+    engine = make_engine(catalog_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO locations (name, role, state, seq, cvv, dvv, baseline, deleted_upto, "
+                    "logical_deleted_upto, created_at) VALUES "
+                    "(:n, 'read-write', 'active', 3, '{}', '{}', '{}', 0, 0, '2030-01-02 03:04:05+00:00')"
+                ),
+                [{"n": "A"}, {"n": "B"}],
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO pending_deletions (location, requested_upto, requested_at, blocked_by) "
+                    "VALUES ('A', 3, '2030-01-02 03:04:05+00:00', '[\"B\"]')"
+                )
+            )
+    finally:
+        engine.dispose()
+    assert "require_recoverable" not in _pending_deletion_columns(catalog_url)
+    migrate.upgrade(catalog_url)
+    assert _revision(catalog_url) == "0006"
+    with Catalog(catalog_url) as catalog, catalog.transaction() as tx:
+        found = tx.pending_deletion("A")
+        assert found is not None
+        assert (found.requested_upto, found.blocked_by, found.require_recoverable) == (3, ("B",), False)
+        assert found.requested_at == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+        tx.put_pending_deletion("B", 2, ["A"], require_recoverable=True)
+    assert migrate.check_drift(catalog_url) == []
+    # And back: the downgrade drops the flag and keeps both requests.
+    migrate.downgrade(catalog_url, "0005")
+    assert "require_recoverable" not in _pending_deletion_columns(catalog_url)
+    engine = make_engine(catalog_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT location, requested_upto FROM pending_deletions ORDER BY location")
+            )
+            assert [tuple(r) for r in rows] == [("A", 3), ("B", 2)]
+    finally:
+        engine.dispose()

@@ -31,8 +31,16 @@ class DeletionQueries:
         ).one_or_none()
         return None if row is None else pending_from_row(row)
 
-    def put_pending_deletion(self, location: str, requested_upto: int, blocked_by: Iterable[str]) -> None:
-        """Record (or update) the deletion of `location` up to `requested_upto` waiting for `blocked_by`.
+    def put_pending_deletion(
+        self,
+        location: str,
+        requested_upto: int,
+        blocked_by: Iterable[str],
+        *,
+        require_recoverable: bool = False,
+    ) -> None:
+        """Record (or update) the deletion of `location` up to `requested_upto` waiting for `blocked_by`, and
+        whether its retries are held to BK4 (`require_recoverable`).
 
         A retry that still waits keeps the original `requested_at`; a new `requested_upto` is a new request.
         """
@@ -42,6 +50,7 @@ class DeletionQueries:
             requested_upto=requested_upto,
             requested_at=self._clock(),
             blocked_by=sorted(set(blocked_by)),
+            require_recoverable=require_recoverable,
         )
         requested_at = case(
             (table.c.requested_upto == stmt.excluded.requested_upto, table.c.requested_at),
@@ -53,6 +62,7 @@ class DeletionQueries:
                 set_={
                     "requested_upto": stmt.excluded.requested_upto,
                     "blocked_by": stmt.excluded.blocked_by,
+                    "require_recoverable": stmt.excluded.require_recoverable,
                     "requested_at": requested_at,
                 },
             )
@@ -73,4 +83,5 @@ def pending_from_row(row: Row[Any]) -> PendingDeletion:
         requested_upto=int(row.requested_upto),
         blocked_by=tuple(row.blocked_by or ()),
         requested_at=row.requested_at,
+        require_recoverable=bool(row.require_recoverable),
     )

@@ -155,6 +155,8 @@ Table(
     Column("requested_upto", BigInteger, nullable=False),
     Column("requested_at", UtcDateTime(), nullable=False),
     Column("blocked_by", JSON, default=list, nullable=False),
+    # BK4 for the retries: the request was asked with --require-recoverable or under the policy (revision 0006).
+    Column("require_recoverable", Boolean, default=False, server_default=false(), nullable=False),
 )
 
 # The operation journal: who, where, what, why, the plan, and how it ended.
