@@ -495,10 +495,15 @@ def check_location(catalog: Catalog, name: str) -> None:
 
 @dataclass(frozen=True)
 class DeletionGuard:
-    """BK4 for one `delete`: the backups BK3 starts from, and whether a deletion that hurts is refused."""
+    """BK4 for one `delete`: the backups BK3 starts from, and whether a deletion that hurts is refused.
+
+    `required_by` says why it is required when the command itself did not ask (a waiting request that did):
+    the refusal names it, so that an operator who gave no option learns where the requirement comes from.
+    """
 
     manifests: tuple[bk.Manifest, ...]
     require: bool
+    required_by: str = ""
 
 
 def check_deletion(
@@ -551,7 +556,7 @@ def check_deletion(
         if deferred:
             what += f" (the part that waits for {', '.join(sorted(delivered or {}))}, DEL4)"
         raise Refused(
-            f"refused [BK4]: {_hurt_text(what, hurt)}",
+            f"refused [BK4]: {_hurt_text(what, hurt)}{guard.required_by}",
             code="BK4",
             hint=first + " && ".join(f"replctl backup create {r.location}" for r in hurt),
         )

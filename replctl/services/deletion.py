@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replctl.core import deletion as plan
+from replctl.core.journal import PendingDeletion
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.outcomes import Completion
 from replctl.core.retirement import clocks
@@ -144,6 +145,7 @@ def delete_in(
         waiting = tx.pending_deletion(name)
     new_logical = plan.logical_upto(loc, requested_upto)
     target_upto = plan.pending_target(requested_upto, waiting.requested_upto if waiting else None)
+    guard = _request_guard(guard, waiting)
     doc: dict[str, Any] = {
         "location": name,
         "requested_upto": requested_upto,
@@ -211,7 +213,12 @@ def delete_in(
                 ctx.step(tx, "logical-delete", {"upto": updated.logical_deleted_upto})
         if pending:
             # DEL1: the request covers the log as it is now; events appended later are never part of it.
-            tx.put_pending_deletion(name, cut_bound, [t for t, _ in cut.blocked_by])
+            tx.put_pending_deletion(
+                name,
+                cut_bound,
+                [t for t, _ in cut.blocked_by],
+                require_recoverable=guard is not None and guard.require,
+            )
         else:
             tx.clear_pending_deletion(name)
     if pending and not retry:  # a retry after replication leaves the replication's own outcome alone
@@ -222,6 +229,27 @@ def delete_in(
         "deleted_upto": updated.deleted_upto,
         "dvv": updated.dvv.to_dict(),
     }
+
+
+def _request_guard(guard: DeletionGuard | None, waiting: PendingDeletion | None) -> DeletionGuard | None:
+    """BK4's guard for a request that joins (or retries) the waiting one: a request once asked under the guard
+    (`--require-recoverable` or the policy, recorded with it) stays under it until it completes, whatever a
+    later command or run asks; the stricter wins, so a plain `delete` that extends it is guarded too.
+
+    A caller without a guard (no backups read) then judges BK3 from no backup at all, which errs towards
+    holding the cut back, never towards cutting what the request promised to keep recoverable.
+    """
+    if waiting is None or not waiting.require_recoverable:
+        return guard
+    if guard is None:
+        return DeletionGuard((), True)
+    if guard.require:
+        return guard
+    joined = (
+        f"; it joins the waiting deletion of {waiting.location} up to {waiting.requested_upto}, which was asked "
+        "to keep every location recoverable"
+    )
+    return replace(guard, require=True, required_by=joined)
 
 
 def _guard(

@@ -848,6 +848,39 @@ def test_a_restore_keeps_the_history_baseline_merged_since_the_backup_so_no_late
     assert rc.json("log", "verify")["ok"]
 
 
+# BK4's report of B once A deletes a1, which B alone would then hold, and why A's retried deletion waits.
+B_LOSES_A1 = {
+    "location": "B",
+    "state": "no",
+    "backup": None,
+    "shortfall": {"A": [1, 1]},
+    "fix": "replctl backup create B",
+}
+B_WHY = "[BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); run: replctl backup create B"
+
+
+def replicate_keeps_the_deletion_at_a_waiting(rc: Replctl) -> None:
+    """`replicate` retries A's deletion up to 1 and BK4 holds it back (B would lose a1): its dry run says so
+    in JSON and text, and the run cuts nothing, keeps it waiting and still exits 0."""
+    dry = rc.json("replicate", "--dry-run")["deletions"]
+    assert [(d["location"], d["pending"], d["reason"], d["makes_unrecoverable"]) for d in dry] == [
+        ("A", True, f"waits {B_WHY}", [B_LOSES_A1])
+    ]
+    assert rc("replicate", "--dry-run").stdout.splitlines()[-2:] == [
+        "warning [BK4]: B would become unrecoverable (would lose A: 1..1); fix: replctl backup create B",
+        f"pending deletion at A: would still wait {B_WHY}",
+    ]
+    ran = rc("replicate", "--json")
+    assert ran.code == 0  # a deletion that waits does not fail the replication run
+    [d] = ran.doc["deletions"]
+    assert (d["pending"], d["deleted_upto"], d["reason"], d["makes_unrecoverable"]) == (
+        True,
+        0,
+        f"waits {B_WHY}",
+        [B_LOSES_A1],
+    )
+
+
 def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits_under_the_policy_bk4(
     rc: Replctl,
 ) -> None:
@@ -856,14 +889,7 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits
     # that would hurt keeps waiting, dry run and run alike.
     two_locations(rc)
     rc.append("A", "a1")
-    hurt_b = {
-        "location": "B",
-        "state": "no",
-        "backup": None,
-        "shortfall": {"A": [1, 1]},
-        "fix": "replctl backup create B",
-    }
-    later_b = {**hurt_b, "fix": "replctl replicate && replctl backup create B"}
+    later_b = {**B_LOSES_A1, "fix": "replctl replicate && replctl backup create B"}
     plan = rc.json("delete", "A", "--upto", "1", "--dry-run")
     # Reported for what the deletion does once it completes, not only for its immediate (empty) part.
     assert (plan["pending"], plan["makes_unrecoverable"]) == (True, [later_b])
@@ -880,33 +906,11 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits
     assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [later_b])
     (rc.root / "replctl.toml").write_text("require_recoverable = true\n")
     rc.env["REPLCTL_CONFIG"] = str(rc.root / "replctl.toml")
-    waits = (
-        "waits [BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); "
-        "run: replctl backup create B"
-    )
-    dry = rc.json("replicate", "--dry-run")["deletions"]
-    assert [(d["location"], d["pending"], d["reason"], d["makes_unrecoverable"]) for d in dry] == [
-        ("A", True, waits, [hurt_b])
-    ]
-    why = "[BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); run: replctl backup create B"
-    text = rc("replicate", "--dry-run").stdout.splitlines()
-    assert text[-2:] == [
-        "warning [BK4]: B would become unrecoverable (would lose A: 1..1); fix: replctl backup create B",
-        f"pending deletion at A: would still wait {why}",
-    ]
-    ran = rc("replicate", "--json")
-    assert ran.code == 0  # a deletion that waits does not fail the replication run
-    [d] = ran.doc["deletions"]
-    assert (d["pending"], d["deleted_upto"], d["reason"], d["makes_unrecoverable"]) == (
-        True,
-        0,
-        waits,
-        [hurt_b],
-    )
+    replicate_keeps_the_deletion_at_a_waiting(rc)
     assert rc.keys("A") == ["a1"] and rc.keys("B") == ["a1"]
     assert rc("replicate").stdout.splitlines()[-2:] == [
         "warning [BK4]: B would become unrecoverable (would lose A: 1..1); fix: replctl backup create B",
-        f"pending deletion at A still waits {why}",
+        f"pending deletion at A still waits {B_WHY}",
     ]
     status = rc.json("status")
     assert status["pending_deletions"] == [
@@ -920,3 +924,53 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits
     assert rc.keys("A") == [] and rc.keys("B") == ["a1"]
     assert rc.json("status")["pending_deletions"] == []
     assert rc.location("B")["recoverable"]["state"] == "yes"
+
+
+def test_a_deletion_asked_with_require_recoverable_keeps_bk4_for_its_waiting_part_without_the_policy(
+    rc: Replctl,
+) -> None:
+    # BK4 + DEL4: `--require-recoverable` holds for the whole request, the part that waits included, although
+    # the command has ended by the time `replicate` completes it and the policy is off. A↔B, A↔C, B↔C; C holds
+    # a1 and a backup of it, B lacks a1, so A's cut waits for B; as things stand, B could then recover a1 from
+    # C and the request is accepted. C→B is removed before the retry: completing it now would leave a1 only in
+    # B's log, and the retry must keep waiting as under the policy, never cut silently.
+    for name in ("A", "B", "C"):
+        rc("location", "add", name)
+    for src, dst in (("A", "B"), ("A", "C"), ("B", "C")):
+        rc("topology", "add", src, dst, "--both")
+    rc.append("A", "a1")
+    rc("replicate", "A", "C")
+    rc("backup", "create", "C")
+    asked = rc("delete", "A", "--upto", "1", "--require-recoverable", "--json", expect=5).doc
+    assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [])
+    assert asked["blocked_by"] == [{"target": "B", "first_blocked_seq": 1}]
+    rc("topology", "remove", "C", "B")
+    # The reviewed plan comes from the run's own retry, as the dry run does, and says what it does.
+    plan = rc.root / "replicate.json"
+    rc("replicate", "--plan-out", str(plan))
+    planned = json.loads(plan.read_text())["plan"]["deletions"]
+    assert [(d["location"], d["pending"], d["reason"]) for d in planned] == [("A", True, f"waits {B_WHY}")]
+    replicate_keeps_the_deletion_at_a_waiting(rc)
+    assert rc.stored("A") == [("A", 1, "a1")] and rc.stored("B") == [("A", 1, "a1")]
+    assert rc.location("A")["dvv"] == {}
+    assert rc.json("status")["pending_deletions"] == [
+        {"location": "A", "requested_upto": 1, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
+    ]
+    # The stricter wins: a plain `delete` that extends the waiting request joins it under BK4 (refused, exit 3,
+    # nothing changed) rather than cutting now what the request was asked to keep recoverable.
+    rc.append("A", "a2")
+    before = rc.snapshot()
+    for dry_run in ((), ("--dry-run",)):
+        refused = rc.json("delete", "A", "--upto", "2", *dry_run, expect=3)
+        assert refused["error"] == {
+            "code": "BK4",
+            "message": "refused [BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); "
+            "it joins the waiting deletion of A up to 1, which was asked to keep every location recoverable",
+            "hint": "replctl backup create B",
+        }
+    assert rc.snapshot() == before and rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2")]
+    # The backup BK4 names lets the next run complete it.
+    rc("backup", "create", "B")
+    [done] = rc.json("replicate")["deletions"]
+    assert (done["pending"], done["deleted_upto"], done["makes_unrecoverable"]) == (False, 1, [])
+    assert rc.stored("A") == [("A", 2, "a2")] and rc.json("status")["pending_deletions"] == []
