@@ -926,14 +926,10 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits
     assert rc.location("B")["recoverable"]["state"] == "yes"
 
 
-def test_a_deletion_asked_with_require_recoverable_keeps_bk4_for_its_waiting_part_without_the_policy(
-    rc: Replctl,
-) -> None:
-    # BK4 + DEL4: `--require-recoverable` holds for the whole request, the part that waits included, although
-    # the command has ended by the time `replicate` completes it and the policy is off. A↔B, A↔C, B↔C; C holds
-    # a1 and a backup of it, B lacks a1, so A's cut waits for B; as things stand, B could then recover a1 from
-    # C and the request is accepted. C→B is removed before the retry: completing it now would leave a1 only in
-    # B's log, and the retry must keep waiting as under the policy, never cut silently.
+def guarded_deletion_outlived_its_check(rc: Replctl) -> None:
+    """A↔B, A↔C, B↔C; C holds a1 and a backup of it, B lacks it. A's deletion up to 1, asked with
+    `--require-recoverable` (no policy), waits for B (DEL4) and is accepted: B could then recover a1 from C.
+    Then C→B goes, so that completing it once B holds a1 would leave a1 in B's log alone (BK4)."""
     for name in ("A", "B", "C"):
         rc("location", "add", name)
     for src, dst in (("A", "B"), ("A", "C"), ("B", "C")):
@@ -945,6 +941,16 @@ def test_a_deletion_asked_with_require_recoverable_keeps_bk4_for_its_waiting_par
     assert (asked["pending"], asked["deleted_upto"], asked["makes_unrecoverable"]) == (True, 0, [])
     assert asked["blocked_by"] == [{"target": "B", "first_blocked_seq": 1}]
     rc("topology", "remove", "C", "B")
+
+
+def test_a_deletion_asked_with_require_recoverable_keeps_bk4_for_its_waiting_part_without_the_policy(
+    rc: Replctl,
+) -> None:
+    # BK4 + DEL4: `--require-recoverable` holds for the whole request, the part that waits included, although
+    # the command has ended by the time `replicate` completes it and the policy is off. A's request was
+    # accepted while B could recover a1 from C; C→B is gone before the retry, so completing it now would leave
+    # a1 in B's log alone: the retry must keep waiting as under the policy, never cut silently.
+    guarded_deletion_outlived_its_check(rc)
     # The reviewed plan comes from the run's own retry, as the dry run does, and says what it does.
     plan = rc.root / "replicate.json"
     rc("replicate", "--plan-out", str(plan))

@@ -210,6 +210,29 @@ def test_deletion_waits_for_a_target_that_lacks_the_events(catalog: Catalog, pla
     assert _state(catalog, "A") == (5, {"A": 5}, 5, {"A": 5})
 
 
+def test_a_retry_without_a_guard_still_holds_back_a_deletion_recorded_under_bk4(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    # A deletion asked under BK4 keeps it at every retry (DEL4), even from a caller that read no backups: BK3
+    # then starts from none, which errs towards waiting, never towards cutting what B alone would hold.
+    _locations(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "B", both=True)
+    _append(catalog, plane, "A", "a1")
+    with catalog.transaction() as tx:
+        tx.put_pending_deletion("A", 1, ["B"], require_recoverable=True)
+    [retried] = replication.replicate_all(catalog, plane).to_json()["deletions"]
+    assert (retried["pending"], retried["deleted_upto"], retried["reason"]) == (
+        True,
+        0,
+        "waits [BK4]: deleting A up to 1 would make B unrecoverable (B would lose A: 1..1); "
+        "run: replctl backup create B",
+    )
+    assert [e[4] for e in _log(catalog, plane, "A")] == ["a1"] and _state(catalog, "A")[2:] == (0, {})
+    with catalog.transaction(readonly=True) as tx:
+        kept = tx.pending_deletion("A")
+    assert kept is not None and (kept.requested_upto, kept.require_recoverable) == (1, True)
+
+
 def test_the_fast_bootstrap_copies_segments_and_ends_as_an_ordinary_pass(
     catalog: Catalog, plane: DataPlane
 ) -> None:
