@@ -213,11 +213,14 @@ def delete_in(
                 ctx.step(tx, "logical-delete", {"upto": updated.logical_deleted_upto})
         if pending:
             # DEL1: the request covers the log as it is now; events appended later are never part of it.
+            # BK4 as the request was asked (the option, or the policy then): a retry keeps what is recorded
+            # and does not make a request guarded for good because the retrying run's policy is on.
+            guarded = waiting is not None and waiting.require_recoverable
             tx.put_pending_deletion(
                 name,
                 cut_bound,
                 [t for t, _ in cut.blocked_by],
-                require_recoverable=guard is not None and guard.require,
+                require_recoverable=guarded if retry else guard is not None and guard.require,
             )
         else:
             tx.clear_pending_deletion(name)

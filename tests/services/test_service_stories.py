@@ -15,6 +15,7 @@ from replctl.adapters import eventfile
 from replctl.core.model import Role
 from replctl.errors import Refused
 from replctl.services import compaction, deletion, logs, recovery, replication, retirement, topology
+from replctl.services.backups import DeletionGuard
 from replctl.services.logs import AppendSource
 from replctl.services.ports import Catalog, DataPlane
 
@@ -231,6 +232,25 @@ def test_a_retry_without_a_guard_still_holds_back_a_deletion_recorded_under_bk4(
     with catalog.transaction(readonly=True) as tx:
         kept = tx.pending_deletion("A")
     assert kept is not None and (kept.requested_upto, kept.require_recoverable) == (1, True)
+
+
+def test_a_retry_under_the_policy_keeps_a_plain_deletion_unguarded_once_the_policy_is_off(
+    catalog: Catalog, plane: DataPlane
+) -> None:
+    # BK4 is recorded as the request was asked: a retry run under `require_recoverable` guards its own cut but
+    # does not make a plain request guarded for good (the later runs' policy decides its other retries).
+    _locations(catalog, "A", "B", "C")
+    topology.add_connection(catalog, "A", "B")
+    topology.add_connection(catalog, "A", "C")
+    _append(catalog, plane, "A", "a1")
+    assert deletion.delete(catalog, plane, "A", upto=1).pending
+    [retried] = replication.replicate_one(catalog, plane, "A", "B", guard=DeletionGuard((), True)).to_json()[
+        "deletions"
+    ]
+    assert (retried["pending"], retried["blocked_by"]) == (True, [{"target": "C", "first_blocked_seq": 1}])
+    with catalog.transaction(readonly=True) as tx:
+        kept = tx.pending_deletion("A")
+    assert kept is not None and (kept.blocked_by, kept.require_recoverable) == (("C",), False)
 
 
 def test_the_fast_bootstrap_copies_segments_and_ends_as_an_ordinary_pass(
