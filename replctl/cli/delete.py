@@ -33,7 +33,8 @@ def delete(
         bool,
         typer.Option(
             "--require-recoverable",
-            help="Refuse (exit 3) a deletion that would leave a location unrecoverable (BK4).",
+            help="Refuse (exit 3) a deletion that would leave a location unrecoverable (BK4); its part "
+            "that waits keeps this at every retry.",
         ),
     ] = False,
     dry_run: DryRun = False,
