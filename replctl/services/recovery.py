@@ -15,6 +15,7 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
@@ -562,35 +563,26 @@ def _event_recovery(
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
-    cvv = _rounds(
+    # Every round, first and after each acceptance, runs over the same sources and fills the same report.
+    rounds_from = partial(
+        _rounds,
         ctx,
         engine,
         name,
         pending,
         dvvs=dvvs,
         cvvs=cvvs,
-        cvv=cvv,
         rounds=rounds,
         damaged=damaged,
         unsound=unsound,
     )
+    cvv = rounds_from(cvv=cvv)
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
-        cvv = _rounds(
-            ctx,
-            engine,
-            name,
-            pending,
-            dvvs=dvvs,
-            cvvs=cvvs,
-            cvv=cvv,
-            rounds=rounds,
-            damaged=damaged,
-            unsound=unsound,
-        )
+        cvv = rounds_from(cvv=cvv)
         accept_loss = not damaged
     if accept_loss:
         for r in refused:
