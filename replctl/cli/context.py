@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from replctl.adapters.logbackups import LogBackups
     from replctl.adapters.logstore import LogStore
     from replctl.core.backups import Manifest
-    from replctl.core.model import StoreMarker
     from replctl.services.plans import AppliedPlan, Plan
     from replctl.services.ports import EventFiles, ManagedEngine
+    from replctl.services.store_identity import StoreCheck
 
 
 @dataclass
@@ -100,7 +100,7 @@ class AppContext:
         live = LogStore(self.settings.store)
         return LogBackups(BackupStore(root or self.settings.backup_store), live, reader)
 
-    def _record_reach(self, store: LogStore, seen: StoreMarker) -> None:
+    def _record_reach(self, store: LogStore, seen: StoreCheck) -> None:
         from contextlib import suppress
 
         from replctl.errors import ReplctlError

@@ -46,7 +46,15 @@ class CatalogReach:
     seqs: Mapping[str, int]
 
 
-def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
+@dataclass(frozen=True)
+class StoreCheck:
+    """A store found to be this catalog's: its marker, and how far the catalog had got when it was checked."""
+
+    marker: StoreMarker
+    reach: CatalogReach
+
+
+def check_store(catalog: Catalog, store: LogStore) -> StoreCheck:
     """The store's marker when it names this catalog and the catalog is not older than the store; otherwise
     exit 6 (`store-not-found`, `store-foreign`, `catalog-behind`)."""
     with catalog.transaction(readonly=True) as tx:
@@ -59,7 +67,7 @@ def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
         raise _foreign(store, marker)
     if behind := _behind(marker, reach):
         raise _catalog_behind(store, marker, reach, behind)
-    return marker
+    return StoreCheck(marker, reach)
 
 
 def catalog_reach(catalog: Catalog) -> CatalogReach:
@@ -72,32 +80,32 @@ def _reach(tx: CatalogTransaction) -> CatalogReach:
     return CatalogReach(tx.catalog_version(), {loc.name: loc.seq for loc in tx.locations()})
 
 
-def record_reach(catalog: Catalog, store: LogStore, seen: StoreMarker) -> bool:
-    """After a command that used the store: raise the marker to how far the catalog has got, so an older copy
-    of this catalog (a restored backup, a second `--db`) is refused by `check_store`; True when it wrote.
+def record_reach(catalog: Catalog, store: LogStore, seen: StoreCheck) -> bool:
+    """After a command that used the store: raise the marker by what the command changed in the catalog (its
+    version, the seqs it raised), so an older copy of this catalog (a restored backup, a second `--db`) is
+    refused by `check_store`; True when it wrote.
 
-    The marker is raised after the catalog commits, so a crash in between leaves it behind the catalog, which
-    is harmless (a marker only ever refuses a catalog that is behind it). Two commands ending together may
-    each write what it saw: the marker may then stay lower than the catalog, never higher.
+    Only what rose during the command: a command that merely reads an older copy of the store must not record
+    there seqs whose segments it does not hold (`services.recovery` asks the marker whether the store ever
+    saw them). The marker is raised after the catalog commits, so a crash in between leaves it behind the
+    catalog, which refuses nothing; two commands ending together may each write what they saw, leaving the
+    marker lower than the catalog, never higher.
     """
     reach = catalog_reach(catalog)
-    if reach.version <= seen.catalog_version and not _raised(seen.seqs, reach.seqs):
+    rose = {name: seq for name, seq in reach.seqs.items() if seq > seen.reach.seqs.get(name, 0)}
+    if reach.version <= seen.reach.version and not rose:
         return False
     current = store.read_marker()
-    if current is None or current.catalog_id != seen.catalog_id:
+    if current is None or current.catalog_id != seen.marker.catalog_id:
         return False
     seqs = dict(current.seqs)
-    for name, seq in reach.seqs.items():
+    for name, seq in rose.items():
         seqs[name] = max(seq, seqs.get(name, 0))
     version = max(reach.version, current.catalog_version)
     if version == current.catalog_version and seqs == dict(current.seqs):
         return False
     store.write_marker(replace(current, catalog_version=version, seqs=seqs))
     return True
-
-
-def _raised(before: Mapping[str, int], after: Mapping[str, int]) -> bool:
-    return any(seq > before.get(name, 0) for name, seq in after.items())
 
 
 def _behind(marker: StoreMarker, reach: CatalogReach) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -181,3 +182,37 @@ def test_the_marker_follows_the_catalog_and_a_crash_before_it_is_raised_refuses_
     assert raised["catalog_version"] > version
     assert raised["catalog_id"] == marker["catalog_id"]
     assert raised["created_at"] == marker["created_at"]
+
+
+def test_recovering_against_an_older_copy_of_the_store_is_refused_until_the_loss_is_accepted(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # A copy of the store (`cp -a`) written through `--store`, then the live store again: A's newest segment is
+    # missing there, and the hinted recovery recorded a2 lost for good while it was intact in the copy.
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    copy = tmp_path / "store-copy"
+    shutil.copytree(rc.store, copy)
+    rc("--store", str(copy), "log", "append", "A", "--event", '{"key": "a2"}')
+    assert rc.json("log", "show", "A", expect=6)["error"]["hint"] == "replctl recover location A"
+    before = rc.snapshot()
+    for args in (("--dry-run",), ()):
+        doc = rc.json("recover", "location", "A", *args, expect=6)
+        assert doc["error"] == {
+            "code": "store-behind",
+            "message": (
+                f"A's log lacks its events from seq 2 on, and the store at file://{rc.store} never recorded A "
+                "past seq 1: the store is older than this catalog (a copy, or a store restored from a file "
+                "backup), and those events may be intact in the live store; nothing was changed"
+            ),
+            "hint": (
+                "check --store (or REPLCTL_STORE); if this is the live store and those files are lost for good: "
+                "replctl recover location A --accept-loss"
+            ),
+        }
+    assert rc.snapshot() == before
+    assert [e["key"] for e in rc.json("--store", str(copy), "log", "show", "A")["events"]] == ["a1", "a2"]
+    # Told it is the live store, the recovery runs and names what is gone.
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert done["lost"] == {"A": [2, 2]}
+    assert rc.keys("A") == ["a1"]
