@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from replctl.core.backups import Manifest
     from replctl.services.plans import AppliedPlan, Plan
     from replctl.services.ports import EventFiles, ManagedEngine
+    from replctl.services.store_identity import StoreCheck
 
 
 @dataclass
@@ -43,6 +44,8 @@ class AppContext:
     previewing: bool = False
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
+    # The store and its marker as checked (`services.store_identity`): `close` raises the marker.
+    _checked: Any = field(default=None, repr=False)
 
     @property
     def json(self) -> bool:
@@ -97,6 +100,17 @@ class AppContext:
         live = LogStore(self.settings.store)
         return LogBackups(BackupStore(root or self.settings.backup_store), live, reader)
 
+    def _record_reach(self, store: LogStore, seen: StoreCheck) -> None:
+        from contextlib import suppress
+
+        from replctl.errors import ReplctlError
+        from replctl.services.store_identity import record_reach
+
+        # The command's outcome stands, and is what it reports (a lost catalog was said already): a marker left
+        # behind only refuses less (`record_reach`).
+        with suppress(ReplctlError):
+            record_reach(self.catalog(check=False), store, seen)
+
     def installer(self) -> FileInstaller:
         """What `init` and `db upgrade|current` do to the configured catalog and store before opening them."""
         from replctl.adapters import installer
@@ -146,7 +160,7 @@ class AppContext:
         from replctl.services.store_identity import check_store
 
         store = self.store()
-        check_store(self.catalog(), store)
+        self._checked = (store, check_store(self.catalog(), store))
         return store
 
     def engine(self) -> Engine:
@@ -159,14 +173,19 @@ class AppContext:
         from replctl.services.store_identity import check_store
 
         if self._engine is None:
-            check_store(self.catalog(), self.store())
+            store = self.store()
+            self._checked = (store, check_store(self.catalog(), store))
             shown = self.progress if self.progress is not None else (not self.json and sys.stderr.isatty())
             self._engine = Engine(self.store(), self.settings, progress=shown)
         engine: Engine = self._engine
         return engine
 
     def close(self) -> None:
-        """Release the catalog's connections (the Spark session stays for reuse in-process)."""
+        """Raise the store's marker to how far the catalog got (when the command used the store), then release
+        the catalog's connections (the Spark session stays for reuse in-process)."""
+        if self._checked is not None:
+            self._record_reach(*self._checked)
+            self._checked = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None

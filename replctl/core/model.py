@@ -5,6 +5,7 @@ All are frozen dataclasses: the core computes new values, it never mutates a sna
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -196,7 +197,10 @@ class Violation:
 @dataclass(frozen=True)
 class StoreMarker:
     """What a store's marker says: the owning catalog's id and when the store was marked (a store belongs to
-    exactly one catalog, `services.store_identity`)."""
+    exactly one catalog, `services.store_identity`), and how far that catalog had got when a command last
+    changed it through this store: its version and each location's seq (0 and none on older markers)."""
 
     catalog_id: str
     created_at: datetime
+    catalog_version: int = 0
+    seqs: Mapping[str, int] = field(default_factory=dict)

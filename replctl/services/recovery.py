@@ -15,6 +15,7 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
@@ -24,13 +25,13 @@ from replctl.core.journal import Operation, Outcome
 from replctl.core.model import ConnectionState, Location, LocationState, Segment
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
-from replctl.errors import InvalidInput, Refused
+from replctl.errors import EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
 from replctl.services import loss
 from replctl.services.damage import find_damage
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
-from replctl.services.ports import Catalog, DataPlane
+from replctl.services.ports import Catalog, DataPlane, LogStore
 from replctl.services.replication import DAMAGED, run_pass
 from replctl.services.topology_state import load_state
 
@@ -312,6 +313,7 @@ def _consent(
     """Before anything changes, dry run and run alike: DR0's consent to discard intact events no other
     location stores (a declared loss below the census's own first gap), and BK3's refusal to lose what A's
     backup holds."""
+    _refuse_older_store(engine.store, loc, found, accept_loss=accept_loss)
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
@@ -430,6 +432,32 @@ def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> 
     # into it, deletions and compaction keep waiting until a later `recover` completes.
     state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
     return replace(current, seq=max(current.seq, floor), state=state), floor
+
+
+def _refuse_older_store(store: LogStore, loc: Location, found: int | None, *, accept_loss: bool) -> None:
+    """DR0's consent, for a store older than the catalog: when what the census finds missing begins above every
+    seq of A the store's marker ever recorded, the store most likely is a copy or an older state of the live
+    one (`services.store_identity`), where those events may be intact; recovering against it would record them
+    lost for good. A command killed between its commit and raising the marker looks the same: the operator
+    says which it is (`--accept-loss`)."""
+    if found is None or accept_loss:
+        return
+    marker = store.read_marker()
+    if marker is None or loc.name not in marker.seqs:
+        return  # no command has written A's log since the store recorded seqs: it says nothing about them
+    seen = marker.seqs[loc.name]
+    if found <= seen:
+        return
+    raise EnvironmentFailure(
+        f"{loc.name}'s log lacks its events from seq {found} on, and the store at {store.root} never recorded "
+        f"{loc.name} past seq {seen}: the store is older than this catalog (a copy, or a store restored from "
+        "a file backup), and those events may be intact in the live store; nothing was changed",
+        code="store-behind",
+        hint=(
+            "check --store (or REPLCTL_STORE); if this is the live store and those files are lost for good: "
+            f"replctl recover location {loc.name} --accept-loss"
+        ),
+    )
 
 
 def _find_loss(
@@ -562,35 +590,26 @@ def _event_recovery(
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
     gone: dict[str, tuple[int, int]] = {}
-    cvv = _rounds(
+    # Every round, first and after each acceptance, runs over the same sources and fills the same report.
+    rounds_from = partial(
+        _rounds,
         ctx,
         engine,
         name,
         pending,
         dvvs=dvvs,
         cvvs=cvvs,
-        cvv=cvv,
         rounds=rounds,
         damaged=damaged,
         unsound=unsound,
     )
+    cvv = rounds_from(cvv=cvv)
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
-        cvv = _rounds(
-            ctx,
-            engine,
-            name,
-            pending,
-            dvvs=dvvs,
-            cvvs=cvvs,
-            cvv=cvv,
-            rounds=rounds,
-            damaged=damaged,
-            unsound=unsound,
-        )
+        cvv = rounds_from(cvv=cvv)
         accept_loss = not damaged
     if accept_loss:
         for r in refused:

@@ -5,18 +5,29 @@ and the hinted `recover location` reset the catalog from an empty folder (the ca
 so the loss it then recorded was real). `init` writes a marker naming the catalog's id at the store root; every
 command that reads or writes the store compares the two first and exits 6 naming the path when the store is
 missing or belongs to another catalog, before anything is read as a log.
+
+A copy of the catalog (the runbook's catalog backup, restored; a second operator's `--db` naming a copy) has
+the same id: accepted, it assigned again an identity the live catalog had acknowledged (M3) and `log compact
+--gc` removed the newer segment as an orphan. So the marker also records how far the catalog had got when a
+command last changed it through this store (`record_reach`), and a catalog behind that is refused
+(`catalog-behind`, exit 6) as a foreign one is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
-from replctl.services.ports import Catalog, LogStore
+from replctl.services.ports import Catalog, CatalogTransaction, LogStore
 
 STORE_HINT = "check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this catalog"
+CATALOG_BEHIND_HINT = (
+    "point --db (or REPLCTL_DB) at the live catalog; if it is lost, keep this store as it is "
+    "(see docs/runbook.md, 'A catalog older than its store')"
+)
 
 
 @dataclass(frozen=True)
@@ -27,15 +38,88 @@ class StoreMarking:
     marked: bool
 
 
-def check_store(catalog: Catalog, store: LogStore) -> StoreMarker:
-    """The store's marker when it names this catalog; otherwise exit 6 (`store-not-found` / `store-foreign`)."""
-    catalog_id, _ = _identity(catalog)
+@dataclass(frozen=True)
+class CatalogReach:
+    """How far the catalog has got: its version and each location's seq (both only ever rise, M3, DR1)."""
+
+    version: int
+    seqs: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """A store found to be this catalog's: its marker, and how far the catalog had got when it was checked."""
+
+    marker: StoreMarker
+    reach: CatalogReach
+
+
+def check_store(catalog: Catalog, store: LogStore) -> StoreCheck:
+    """The store's marker when it names this catalog and the catalog is not older than the store; otherwise
+    exit 6 (`store-not-found`, `store-foreign`, `catalog-behind`)."""
+    with catalog.transaction(readonly=True) as tx:
+        catalog_id, _ = _checked_identity(tx)
+        reach = _reach(tx)
     marker = store.read_marker()
     if marker is None:
         raise _not_found(store)
     if marker.catalog_id != catalog_id:
         raise _foreign(store, marker)
-    return marker
+    if behind := _behind(marker, reach):
+        raise _catalog_behind(store, marker, reach, behind)
+    return StoreCheck(marker, reach)
+
+
+def catalog_reach(catalog: Catalog) -> CatalogReach:
+    """The catalog's version and every location's seq, as one transaction sees them."""
+    with catalog.transaction(readonly=True) as tx:
+        return _reach(tx)
+
+
+def _reach(tx: CatalogTransaction) -> CatalogReach:
+    return CatalogReach(tx.catalog_version(), {loc.name: loc.seq for loc in tx.locations()})
+
+
+def record_reach(catalog: Catalog, store: LogStore, seen: StoreCheck) -> bool:
+    """After a command that used the store: raise the marker by what the command changed in the catalog (its
+    version, the seqs it raised), so an older copy of this catalog (a restored backup, a second `--db`) is
+    refused by `check_store`; True when it wrote.
+
+    Only what rose during the command: a command that merely reads an older copy of the store must not record
+    there seqs whose segments it does not hold (`services.recovery` asks the marker whether the store ever
+    saw them). The marker is raised after the catalog commits, so a crash in between leaves it behind the
+    catalog, which refuses nothing; two commands ending together may each write what they saw, leaving the
+    marker lower than the catalog, never higher.
+    """
+    reach = catalog_reach(catalog)
+    rose = {name: seq for name, seq in reach.seqs.items() if seq > seen.reach.seqs.get(name, 0)}
+    if reach.version <= seen.reach.version and not rose:
+        return False
+    current = store.read_marker()
+    if current is None or current.catalog_id != seen.marker.catalog_id:
+        return False
+    seqs = dict(current.seqs)
+    for name, seq in rose.items():
+        seqs[name] = max(seq, seqs.get(name, 0))
+    version = max(reach.version, current.catalog_version)
+    if version == current.catalog_version and seqs == dict(current.seqs):
+        return False
+    store.write_marker(replace(current, catalog_version=version, seqs=seqs))
+    return True
+
+
+def _behind(marker: StoreMarker, reach: CatalogReach) -> list[str]:
+    """What the store's marker holds that this catalog never reached (empty when the catalog is current)."""
+    behind = [
+        f"{name} up to seq {seq} (this catalog: {reach.seqs[name]})"
+        if name in reach.seqs
+        else f"{name} up to seq {seq} (this catalog has no location {name})"
+        for name, seq in sorted(marker.seqs.items())
+        if seq > reach.seqs.get(name, 0)
+    ]
+    if marker.catalog_version > reach.version:
+        behind.insert(0, f"catalog version {marker.catalog_version} (this catalog: {reach.version})")
+    return behind
 
 
 def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
@@ -65,7 +149,11 @@ def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
 
 def _identity(catalog: Catalog) -> tuple[str, datetime | None]:
     with catalog.transaction(readonly=True) as tx:
-        catalog_id, marked_at = tx.catalog_identity()
+        return _checked_identity(tx)
+
+
+def _checked_identity(tx: CatalogTransaction) -> tuple[str, datetime | None]:
+    catalog_id, marked_at = tx.catalog_identity()
     if catalog_id is None:
         raise EnvironmentFailure(
             "the catalog has no id (catalog_state.catalog_id); it was changed outside replctl",
@@ -100,6 +188,21 @@ def _not_found(store: LogStore) -> EnvironmentFailure:
         f"store not found: {store.root} {where}; nothing was read as a log",
         code="store-not-found",
         hint=STORE_HINT,
+    )
+
+
+def _catalog_behind(
+    store: LogStore, marker: StoreMarker, reach: CatalogReach, behind: list[str]
+) -> EnvironmentFailure:
+    # M3, DR1: with this catalog an append would assign again identities the store already holds, and
+    # `log compact --gc` would take the newer segments for orphans and remove them.
+    return EnvironmentFailure(
+        f"this catalog is older than the store at {store.root}: the store was last written at "
+        f"{', '.join(behind)}; this catalog is an older copy (a restored catalog backup, or --db naming a "
+        "copy), and using it would assign again event identities the store holds (M3) and take newer segments "
+        "for orphans; nothing was read as a log",
+        code="catalog-behind",
+        hint=CATALOG_BEHIND_HINT,
     )
 
 

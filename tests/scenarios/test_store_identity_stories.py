@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,115 @@ def test_db_upgrade_marks_the_store_of_a_catalog_made_before_markers_only_where_
     rc("db", "upgrade")
     assert (rc.store / "replctl-store.json").exists()
     assert rc.keys("P") == ["p1", "p2", "p3"]
+
+
+def _copy_catalog(rc: Replctl, copy: Path) -> str:
+    """The runbook's catalog backup: SQLite's online backup of the live catalog, as `sqlite3 .backup` takes."""
+    with (
+        closing(sqlite3.connect(rc.db_url.removeprefix("sqlite:///"))) as live,
+        closing(sqlite3.connect(copy)) as target,
+    ):
+        live.backup(target)
+    return f"sqlite:///{copy}"
+
+
+def test_an_older_copy_of_the_catalog_is_refused_before_it_reassigns_an_identity_or_removes_a_segment(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # The catalog backup restored (or a second `--db` naming it) had the live catalog's id: `log append`
+    # assigned (A, 2) again (M3) and `log compact --gc` removed a2's segment as an orphan, a2's only copy.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc.append("A", "a1")
+    rc("replicate")
+    older = _copy_catalog(rc, tmp_path / "catalog-copy.db")
+    rc.append("A", "a2")
+    rc("location", "add", "C")
+    rc.append("C", "c1")
+    live = rc.db_url
+
+    def version_at(which: str) -> int:
+        path = (live if which == "live" else older).removeprefix("sqlite:///")
+        with closing(sqlite3.connect(path)) as db:
+            return int(db.execute("SELECT version FROM catalog_state").fetchone()[0])
+
+    rc.env["REPLCTL_DB"] = older
+    for args in (
+        ("status",),
+        ("log", "append", "A", "--event", '{"key": "a2-prime"}'),
+        ("log", "compact", "A", "--gc"),
+        ("log", "compact", "A", "--gc", "--dry-run"),
+        ("log", "show", "A"),
+        ("replicate",),
+        ("recover", "location", "A", "--dry-run"),
+    ):
+        doc = rc.json(*args, expect=6)
+        assert doc["error"]["code"] == "catalog-behind", args
+        assert doc["error"]["message"] == (
+            f"this catalog is older than the store at file://{rc.store}: the store was last written at "
+            f"catalog version {version_at('live')} (this catalog: {version_at('copy')}), A up to seq 2 "
+            "(this catalog: 1), C up to seq 1 (this catalog has no location C); this catalog is an older copy "
+            "(a restored catalog backup, or --db naming a copy), and using it would assign again event "
+            "identities the store holds (M3) and take newer segments for orphans; nothing was read as a log"
+        )
+        assert doc["error"]["hint"] == (
+            "point --db (or REPLCTL_DB) at the live catalog; if it is lost, keep this store as it is "
+            "(see docs/runbook.md, 'A catalog older than its store')"
+        )
+    rc.env["REPLCTL_DB"] = live
+    assert rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert rc.json("log", "verify")["ok"] is True
+    rc("replicate")
+    assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
+
+
+def test_the_marker_follows_the_catalog_and_a_crash_before_it_is_raised_refuses_nothing(rc: Replctl) -> None:
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    marker = json.loads((rc.store / "replctl-store.json").read_text())
+    assert marker["seqs"] == {"A": 2}
+    version = marker["catalog_version"]
+    assert version > 0
+    # A marker behind the catalog (a command killed between its commit and the marker) is no refusal.
+    (rc.store / "replctl-store.json").write_text(json.dumps(marker | {"seqs": {"A": 1}}))
+    rc.append("A", "a3")
+    raised = json.loads((rc.store / "replctl-store.json").read_text())
+    assert raised["seqs"] == {"A": 3}
+    assert raised["catalog_version"] > version
+    assert raised["catalog_id"] == marker["catalog_id"]
+    assert raised["created_at"] == marker["created_at"]
+
+
+def test_recovering_against_an_older_copy_of_the_store_is_refused_until_the_loss_is_accepted(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # A copy of the store (`cp -a`) written through `--store`, then the live store again: A's newest segment is
+    # missing there, and the hinted recovery recorded a2 lost for good while it was intact in the copy.
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    copy = tmp_path / "store-copy"
+    shutil.copytree(rc.store, copy)
+    rc("--store", str(copy), "log", "append", "A", "--event", '{"key": "a2"}')
+    assert rc.json("log", "show", "A", expect=6)["error"]["hint"] == "replctl recover location A"
+    before = rc.snapshot()
+    for args in (("--dry-run",), ()):
+        doc = rc.json("recover", "location", "A", *args, expect=6)
+        assert doc["error"] == {
+            "code": "store-behind",
+            "message": (
+                f"A's log lacks its events from seq 2 on, and the store at file://{rc.store} never recorded A "
+                "past seq 1: the store is older than this catalog (a copy, or a store restored from a file "
+                "backup), and those events may be intact in the live store; nothing was changed"
+            ),
+            "hint": (
+                "check --store (or REPLCTL_STORE); if this is the live store and those files are lost for good: "
+                "replctl recover location A --accept-loss"
+            ),
+        }
+    assert rc.snapshot() == before
+    assert [e["key"] for e in rc.json("--store", str(copy), "log", "show", "A")["events"]] == ["a1", "a2"]
+    # Told it is the live store, the recovery runs and names what is gone.
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert done["lost"] == {"A": [2, 2]}
+    assert rc.keys("A") == ["a1"]

@@ -1,4 +1,5 @@
-"""The store marker: a small JSON file at the store root naming the catalog the store belongs to.
+"""The store marker: a small JSON file at the store root naming the catalog the store belongs to, and how far
+that catalog had got (its version, each location's seq) when a command last changed it through this store.
 
 `replctl init` writes it; every command that reads or writes the store compares it with the catalog
 (`services.store_identity`). Local stores are read and written through the file system, remote ones
@@ -45,7 +46,12 @@ def read_marker(store: LogStore) -> StoreMarker | None:
         if text is None:
             return None
         doc = json.loads(text)
-        return StoreMarker(str(doc["catalog_id"]), datetime.fromisoformat(str(doc["created_at"])))
+        return StoreMarker(
+            str(doc["catalog_id"]),
+            datetime.fromisoformat(str(doc["created_at"])),
+            int(doc.get("catalog_version", 0)),
+            {str(name): int(seq) for name, seq in doc.get("seqs", {}).items()},
+        )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise EnvironmentFailure(
             f"the store marker {marker_uri(store)} cannot be read: {exc}",
@@ -56,7 +62,10 @@ def read_marker(store: LogStore) -> StoreMarker | None:
 
 def write_marker(store: LogStore, marker: StoreMarker) -> None:
     """Write the marker through a temporary file renamed into place, so a reader never sees half of it."""
-    text = json.dumps({"catalog_id": marker.catalog_id, "created_at": marker.created_at.isoformat()}) + "\n"
+    doc: dict[str, object] = {"catalog_id": marker.catalog_id, "created_at": marker.created_at.isoformat()}
+    if marker.catalog_version or marker.seqs:
+        doc |= {"catalog_version": marker.catalog_version, "seqs": dict(sorted(marker.seqs.items()))}
+    text = json.dumps(doc) + "\n"
     try:
         if store.is_local:
             path = store.local_path(MARKER_NAME)
