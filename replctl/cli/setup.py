@@ -158,18 +158,20 @@ def _refuse_watch_json(_app: AppContext) -> None:
 
 
 def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
-    """Redraw the text status every `seconds` until Ctrl-C (exit 0).
+    """Redraw the text status every `seconds` until Ctrl-C (exit 0) or SIGTERM (exit 143).
 
     On a terminal Rich's Live display redraws it in place; piped (a log file, `| tail`), Live would print nothing
     until the end, so each interval prints one snapshot under a line with its time instead (issue 18).
     """
     import io
+    import signal
     import time
     from datetime import UTC, datetime
 
     from rich.live import Live
     from rich.text import Text
 
+    from replctl.cli.interrupt import ctrl_c_stops_cleanly, interrupted_exit_code
     from replctl.cli.output import emit_error, timestamp_text
     from replctl.cli.render import render_status
     from replctl.errors import ReplctlError
@@ -189,18 +191,22 @@ def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
         return Text(capture.export_text())
 
     try:
-        if console.is_terminal:
-            with Live(snapshot(), console=console, auto_refresh=False) as live:
-                while True:
-                    time.sleep(seconds)
-                    live.update(snapshot(), refresh=True)
-        while True:
-            console.print(f"status at {timestamp_text(datetime.now(UTC))}", markup=False)
-            console.print(snapshot())
-            console.file.flush()
-            time.sleep(seconds)
+        # Ctrl-C stops the watch as it stops every other command (`cli.interrupt`), also when the shell that
+        # started it ignores SIGINT (a background job of a script), where the interpreter installs no handler.
+        with ctrl_c_stops_cleanly():
+            if console.is_terminal:
+                with Live(snapshot(), console=console, auto_refresh=False) as live:
+                    while True:
+                        time.sleep(seconds)
+                        live.update(snapshot(), refresh=True)
+            while True:
+                console.print(f"status at {timestamp_text(datetime.now(UTC))}", markup=False)
+                console.print(snapshot())
+                console.file.flush()
+                time.sleep(seconds)
     except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+        stopped = interrupted_exit_code()
+        raise typer.Exit(0 if stopped == 128 + signal.SIGINT else stopped) from None
     except ReplctlError as exc:
         emit_error(exc, as_json=False)
         raise typer.Exit(exc.exit_code) from None

@@ -123,3 +123,36 @@ def test_watch_through_a_pipe_prints_one_snapshot_per_interval(rc: Replctl) -> N
         {"─"},
         "A         read-write  active  0    {}   {}   0/0      yes",
     )
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("stop", "code"), [("SIGINT", 0), ("SIGTERM", 143)])
+def test_watch_started_by_a_shell_that_ignores_ctrl_c_still_stops_on_it(
+    rc: Replctl, stop: str, code: int
+) -> None:
+    # A script's background job inherits SIGINT ignored, and the interpreter then installs no handler: the watch
+    # went on redrawing through Ctrl-C, while every other command stops on it (`cli.interrupt`).
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rc("location", "add", "A")
+    child = subprocess.Popen(
+        # The shell ignores SIGINT and hands that on through exec, as a script's `&` does.
+        ["sh", "-c", 'trap "" INT; exec "$0" -m replctl status --watch 1', sys.executable],
+        env={**os.environ, **rc.env, "COLUMNS": "80"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    try:
+        seen = _read_until(child.stdout.fileno(), b"status at ", 1, time.monotonic() + 60)
+        assert b"status at " in seen
+    finally:
+        child.send_signal(getattr(signal, stop))
+        try:
+            assert child.wait(timeout=30) == code
+        finally:
+            child.kill()
