@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from clitool import Replctl
 
-from replctl.cli.recover import clock_text
-
 
 @pytest.fixture
 def rc(tmp_path: Path) -> Replctl:
@@ -80,4 +78,6 @@ def test_accepting_a_neighbour_that_deleted_what_a_lacks_names_what_was_given_up
     ],
 )
 def test_the_clock_line_reads_right_in_every_case(clock: dict[str, int | None], text: str) -> None:
+    from replctl.cli.recover import clock_text
+
     assert clock_text(clock) == text
