@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from replctl.errors import InvalidInput
+from replctl.localfiles import kind_of
 from replctl.masking import is_secret_key, secrets_in_url
 
 DEFAULT_DB = "sqlite:///.replctl/catalog.db"
@@ -198,6 +199,28 @@ def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...
     return tuple(parsed)
 
 
+def _no_config_file(path: Path) -> InvalidInput:
+    """The refusal of a config path that names no regular file: what is there instead, when something is."""
+    kind = kind_of(path)
+    if kind == "a folder":
+        return InvalidInput(
+            f"config file {path} is a folder, not a file",
+            code="bad-config",
+            hint=f"name the file in it (e.g. {path / CONFIG_FILE}), or drop --config / REPLCTL_CONFIG",
+        )
+    if kind is not None:
+        return InvalidInput(
+            f"config file {path} is {kind}, not a regular file",
+            code="bad-config",
+            hint="name a TOML file, or drop --config / REPLCTL_CONFIG",
+        )
+    return InvalidInput(
+        f"config file {path} does not exist",
+        code="bad-config",
+        hint="create it, or drop --config / REPLCTL_CONFIG",
+    )
+
+
 def resolve(
     flags: Mapping[str, Any], env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Settings:
@@ -215,11 +238,7 @@ def resolve(
     if config_path is not None and not config_path.is_absolute():
         config_path = (cwd / config_path).resolve()
     if config_path is not None and not config_path.is_file():
-        raise InvalidInput(
-            f"config file {config_path} does not exist",
-            code="bad-config",
-            hint="create it, or drop --config / REPLCTL_CONFIG",
-        )
+        raise _no_config_file(config_path)
     file_values = _load_file(config_path) if config_path else {}
     base = config_path.parent if config_path else cwd
 

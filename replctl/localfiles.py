@@ -53,6 +53,34 @@ def digest(path: Path) -> str | None:
     return None
 
 
+# The kinds of file system entry that are not a regular file, as messages name them.
+_KINDS = {
+    stat.S_ISLNK: "a symbolic link",
+    stat.S_ISFIFO: "a FIFO",
+    stat.S_ISCHR: "a device",
+    stat.S_ISBLK: "a device",
+    stat.S_ISSOCK: "a socket",
+    stat.S_ISDIR: "a folder",
+}
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS.items() if test(mode)), "not a regular file")
+
+
+def kind_of(path: Path) -> str | None:
+    """What `path` is when it is there but is no regular file (`"a folder"`, `"a device"`, ...), following
+    links as a reader does; None for a regular file or for nothing there (a broken link too).
+
+    So a refusal to read one says what the operator named instead of "no such file".
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else _kind(mode)
+
+
 def check_replaceable(path: Path) -> None:
     """Refuse (exit 2) to write over anything but a regular file: a symbolic link, a FIFO, a device, a socket
     or a folder at `path`.
@@ -68,17 +96,8 @@ def check_replaceable(path: Path) -> None:
         raise InvalidInput(f"cannot write {path}: {exc.strerror}", code="bad-path") from exc
     if stat.S_ISREG(mode):
         return
-    kinds = {
-        stat.S_ISLNK: "a symbolic link",
-        stat.S_ISFIFO: "a FIFO",
-        stat.S_ISCHR: "a device",
-        stat.S_ISBLK: "a device",
-        stat.S_ISSOCK: "a socket",
-        stat.S_ISDIR: "a folder",
-    }
-    kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
     raise InvalidInput(
-        f"refusing to write {path}: it is {kind}",
+        f"refusing to write {path}: it is {_kind(mode)}",
         code="bad-path",
         hint="name a new file, or a regular file to replace",
     )

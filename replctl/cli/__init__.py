@@ -120,7 +120,7 @@ class RootGroup(TyperGroup):
             no_command = type(exc).__name__ == "NoArgsIsHelpError"
             message = "Missing command." if no_command else exc.format_message()
             where = getattr(getattr(exc, "ctx", None), "command_path", None)
-            hint = f"run: {where} --help" if where else None
+            hint = getattr(exc, "hint", None) or (f"run: {where} --help" if where else None)
             emit_error(InvalidInput(message, code="usage", hint=hint), as_json=True)
             sys.exit(2)
         except typer.Abort:

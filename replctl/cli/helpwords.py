@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from typer._click.exceptions import BadOptionUsage
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from replctl.cli.missingvalue import missing_value
 from replctl.cli.paramvalues import UncoercedArgument, UncoercedOption, uncoerced_help
 
 # Typer's type labels (`<int range>` without the brackets and " range") → the word an operator reads.
@@ -53,11 +55,20 @@ class WordOption(UncoercedOption):
 
 
 class WordCommand(TyperCommand):
-    """A command whose `--help` option skips Typer's coercion when not given (cli.paramvalues)."""
+    """A command whose `--help` option skips Typer's coercion when not given (cli.paramvalues), and whose
+    options typed without their value say which value (cli.missingvalue)."""
 
     def get_help_option(self, ctx: Any) -> Any:
         """Click's help option, as an `UncoercedOption`."""
         return uncoerced_help(super().get_help_option(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Click's parsing; an option left without its value is reported with the value it takes."""
+        try:
+            parsed: list[str] = super().parse_args(ctx, args)
+        except BadOptionUsage as exc:
+            raise missing_value(self, ctx, exc) from None
+        return parsed
 
 
 class WordGroup(TyperGroup):

@@ -105,15 +105,8 @@ def recover_location(
         for r in out.refused:
             console.print(f"  refused [{r['rule']}] {r['source']}: {r['reason']}", markup=False)
         for source in out.accepted:
-            console.print(
-                f"  accepted the loss of what {source} deleted; {source}→{name} unblocked (DR5)", markup=False
-            )
-        clock = out.clock
-        # A dry run whose rounds write events cannot know the seqs they take, only the floor T (DR1).
-        after = (
-            clock["after"] if clock["after"] is not None else f"past {clock.get('floor', clock['before'])}"
-        )
-        console.print(f"{name}: clock {clock['before']} → {after}, CVV {vector_text(out.cvv)}", markup=False)
+            console.print(f"  {_accepted_text(name, source, out.given_up.get(source, {}))}", markup=False)
+        console.print(f"{name}: {clock_text(out.clock)}, CVV {vector_text(out.cvv)}", markup=False)
         for line in _lost_lines(name, out.lost, dry_run=out.dry_run):
             console.print(line, markup=False)
         if out.refused and not out.dry_run:
@@ -137,6 +130,32 @@ def recover_location(
 def register(root: typer.Typer) -> None:
     """Attach `recover` to the root app."""
     root.add_typer(recover_app, name="recover")
+
+
+def clock_text(clock: Mapping[str, int | None]) -> str:
+    """A's clock through the recovery (DR1), as `recover location` prints it: `clock 3 → 6`, `clock unchanged
+    at 3`, or, in a dry run whose rounds write events, where it starts them: `clock 3 → 5 (the events
+    recovered take the seqs after it)`, `clock 3 (...)` when T is the clock it had.
+
+    The events recovered take seqs after T, the floor (DR1), as many as the passes examine: only the run knows
+    where the clock ends, and when they examine nothing it stays at T, so the dry run promises no move.
+    """
+    before, after = clock["before"], clock["after"]
+    if after is None:
+        floor = clock.get("floor", before)
+        start = f"clock {before}" if floor == before else f"clock {before} → {floor}"
+        return f"{start} (the events recovered take the seqs after it)"
+    return f"clock unchanged at {before}" if after == before else f"clock {before} → {after}"
+
+
+def _accepted_text(name: str, source: str, given_up: Mapping[str, list[int]]) -> str:
+    """One neighbour accepted with --accept-loss (DR5), as the JSON's `given_up` has it: the origin times the
+    merge of its DVV gave up, or, when A lacked nothing it deleted, that nothing was given up for it."""
+    if not given_up:
+        nothing = f"{name} lacked nothing {source} deleted"
+        return f"accepted {source}'s refusal without giving anything up ({nothing}); {source}→{name} unblocked (DR5)"
+    text = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in given_up.items())
+    return f"accepted the loss of what {source} deleted ({text}); {source}→{name} unblocked (DR5)"
 
 
 def _lost_lines(name: str, lost: Mapping[str, list[int] | None], *, dry_run: bool) -> list[str]:

@@ -360,7 +360,8 @@ class RecoveryOutcome:
     """`recover location` (also `--from-backup`): what was lost, what each step did, what is lost for good.
 
     `clock` is `before`, `after` (None when only running tells, a dry run whose rounds write) and, once the
-    metadata step ran, `floor` (DR1). `discarded` and `lost` map an origin to its `[lo, hi]` origin times.
+    metadata step ran, `floor` (DR1). `discarded` and `lost` map an origin to its `[lo, hi]` origin times;
+    `given_up` does for each neighbour in `accepted` (empty when A lacked nothing it deleted).
     `backup` is the restored backup (BK2); `survivors_upto` the last seq the log kept, once the metadata step
     ran; `nothing_to_do` says the store held every catalogued event.
     """
@@ -373,6 +374,7 @@ class RecoveryOutcome:
     rounds: tuple[dict[str, Any], ...]
     refused: tuple[dict[str, Any], ...]
     accepted: tuple[str, ...]
+    given_up: dict[str, dict[str, list[int]]]  # per accepted neighbour, what merging its DVV gave up (DR5)
     cvv: dict[str, int]
     discarded: dict[str, list[int]]
     lost: dict[str, list[int] | None]  # None: unknown, what a filtered terminal source brings (DR3)
@@ -398,6 +400,7 @@ class RecoveryOutcome:
             rounds=tuple(doc["rounds"]),
             refused=tuple(doc["refused"]),
             accepted=tuple(doc["accepted"]),
+            given_up=doc["given_up"],
             cvv=doc["cvv"],
             discarded=doc["discarded"],
             lost=doc["lost"],
@@ -425,6 +428,7 @@ class RecoveryOutcome:
             rounds=list(self.rounds),
             refused=list(self.refused),
             accepted=list(self.accepted),
+            given_up=self.given_up,
             cvv=self.cvv,
             discarded=self.discarded,
             lost=self.lost,

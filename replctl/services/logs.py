@@ -97,7 +97,10 @@ def read_source(
             event_files.check_parquet_events(file, max_payload_bytes)
             return AppendSource(parquet=str(file.resolve()))  # a Parquet file or a folder of them
         if not file.is_file():
-            raise InvalidInput(f"no such file: {file}", code="bad-file")
+            kind = localfiles.kind_of(file)
+            # A device or FIFO named by mistake: say what it is, not that nothing is there.
+            what = f"{file} is {kind}, not a file" if kind else f"no such file: {file}"
+            raise InvalidInput(what, code="bad-file")
         if file.suffix != ".jsonl":
             raise InvalidInput(f"{file}: expected a .jsonl or .parquet file", code="bad-file")
         return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name, max_payload_bytes)))

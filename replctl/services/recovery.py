@@ -272,6 +272,7 @@ def _recover(
         "rounds": [],
         "refused": [],
         "accepted": [],
+        "given_up": {},
         "cvv": loc.cvv.to_dict(),
         "discarded": {},
         "lost": {},
@@ -693,6 +694,7 @@ def _accept(
     for origin, (lo, hi) in given.items():
         _widen(gone, origin, lo, hi)
     doc["accepted"].append(source)
+    doc["given_up"][source] = {o: list(r) for o, r in given.items()}
     if ctx.dry_run:
         return cvv | merged
     with ctx.transaction() as tx:

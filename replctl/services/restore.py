@@ -97,6 +97,7 @@ def _restore(
         "rounds": [],
         "refused": [],
         "accepted": [],
+        "given_up": {},
         "cvv": loc.cvv.to_dict(),
         "discarded": {},
         "lost": {},

@@ -155,6 +155,30 @@ def test_a_mistyped_store_is_not_created_by_a_command_that_reads_or_writes_it(
     assert rc.json("status")["locations"][0]["seq"] == 0
 
 
+def test_a_store_that_is_a_file_is_named_as_a_file_not_as_missing(rc: Replctl, tmp_path: Path) -> None:
+    rc("init")
+    rc("location", "add", "A")
+    (tmp_path / "logs.tar").write_bytes(b"not a store")
+    out = rc("--store", str(tmp_path / "logs.tar"), "log", "show", "A", expect=6)
+    assert out.stderr == (
+        f"error: store not found: file://{tmp_path / 'logs.tar'} is a file, not a folder; nothing was read as "
+        "a log\nhint: check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this "
+        "catalog\n"
+    )
+    assert (tmp_path / "logs.tar").read_bytes() == b"not a store"
+
+
+def test_init_with_a_store_that_is_a_file_says_so_and_leaves_it(rc: Replctl, tmp_path: Path) -> None:
+    (tmp_path / "logs").write_bytes(b"")
+    doc = rc.json("--store", str(tmp_path / "logs"), "init", expect=6)
+    assert doc["error"] == {
+        "code": "store",
+        "message": f"cannot create the store file://{tmp_path / 'logs'}: it is a file, not a folder",
+        "hint": "check --store (or REPLCTL_STORE): name a folder, or one that does not exist yet",
+    }
+    assert (tmp_path / "logs").read_bytes() == b""
+
+
 def test_init_creates_the_catalog_and_the_store_for_the_owner_only(rc: Replctl, tmp_path: Path) -> None:
     rc(
         "--db",
@@ -233,6 +257,34 @@ def test_a_config_file_that_is_not_utf8_exits_2_with_one_json_document(rc: Replc
         "code": "bad-config",
         "message": f"config file {path} is not UTF-8 text (byte 12 cannot be decoded)",
         "hint": "save it as UTF-8",
+    }
+
+
+def test_a_config_path_that_is_a_folder_is_named_as_a_folder(rc: Replctl, tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    out = rc("--config", str(tmp_path / "conf"), "status", expect=2)
+    assert out.stderr == (
+        f"error: config file {tmp_path / 'conf'} is a folder, not a file\n"
+        f"hint: name the file in it (e.g. {tmp_path / 'conf' / 'replctl.toml'}), or drop --config / "
+        "REPLCTL_CONFIG\n"
+    )
+
+
+def test_a_config_path_that_is_a_device_is_named_as_one(rc: Replctl) -> None:
+    doc = rc.json("--config", "/dev/null", "status", expect=2)
+    assert doc["error"] == {
+        "code": "bad-config",
+        "message": "config file /dev/null is a device, not a regular file",
+        "hint": "name a TOML file, or drop --config / REPLCTL_CONFIG",
+    }
+
+
+def test_a_config_path_with_nothing_there_still_says_it_does_not_exist(rc: Replctl, tmp_path: Path) -> None:
+    doc = rc.json("--config", str(tmp_path / "nope.toml"), "status", expect=2)
+    assert doc["error"] == {
+        "code": "bad-config",
+        "message": f"config file {tmp_path / 'nope.toml'} does not exist",
+        "hint": "create it, or drop --config / REPLCTL_CONFIG",
     }
 
 

@@ -41,6 +41,28 @@ def test_watch_with_plan_out_is_refused_as_a_read_only_command(rc: Replctl, tmp_
     assert not path.exists()
 
 
+@pytest.mark.timeout(60)
+def test_watch_without_its_interval_says_what_it_takes_with_a_hint(rc: Replctl) -> None:
+    out = rc("status", "--watch", expect=2)
+    assert (out.stdout, out.stderr) == (
+        "",
+        "error: --watch needs a value: --watch SECONDS\nhint: run: replctl status --help\n",
+    )
+
+
+@pytest.mark.timeout(60)
+def test_watch_without_its_interval_under_json_is_the_usage_error_document(rc: Replctl) -> None:
+    out = rc("--json", "status", "--watch", expect=2)
+    assert json.loads(out.stdout) == {
+        "ok": False,
+        "error": {
+            "code": "usage",
+            "message": "--watch needs a value: --watch SECONDS",
+            "hint": "run: replctl status --help",
+        },
+    }
+
+
 def _read_until(fd: int, wanted: bytes, count: int, deadline: float) -> bytes:
     """What `fd` gives until `wanted` appeared `count` times or the deadline passed."""
     import os

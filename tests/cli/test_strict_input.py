@@ -5,6 +5,7 @@ that operators typed is printed with its control characters escaped."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -371,3 +372,27 @@ def test_m2_a_file_named_as_spark_skips_is_refused_whatever_its_size(
             f"{given}: Spark and the input check could read this differently: Spark skips a file so named",
             "rename the file",
         )
+
+
+@pytest.mark.parametrize("kind", ["a device", "a FIFO"])
+def test_an_event_file_that_is_no_regular_file_is_named_for_what_it_is(
+    rc: Replctl, tmp_path: Path, kind: str
+) -> None:
+    path = "/dev/null"
+    if kind == "a FIFO":
+        path = str(tmp_path / "events.jsonl")
+        os.mkfifo(path)
+    assert _refused(rc, "log", "append", "A", "--file", path) == {
+        "code": "bad-file",
+        "message": f"{path} is {kind}, not a file",
+        "hint": None,
+    }
+
+
+def test_an_event_file_that_is_not_there_is_no_such_file(rc: Replctl, tmp_path: Path) -> None:
+    missing = tmp_path / "events.jsonl"
+    assert _refused(rc, "log", "append", "A", "--file", str(missing)) == {
+        "code": "bad-file",
+        "message": f"no such file: {missing}",
+        "hint": None,
+    }

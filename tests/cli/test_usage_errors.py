@@ -34,6 +34,11 @@ def rc(tmp_path: Path) -> Replctl:
         (["--output", "json", "nosuch"], "No such command 'nosuch'.", "run: replctl --help"),
         (["--json", "log", "show"], "Missing argument 'LOCATION'.", "run: replctl log show --help"),
         (["--json", "topology"], "Missing command.", "run: replctl topology --help"),
+        (
+            ["--json", "delete", "A", "--upto"],
+            "--upto needs a value: --upto SEQ",
+            "run: replctl delete --help",
+        ),
     ],
 )
 def test_a_usage_error_under_json_is_the_contract_error_document(
@@ -48,3 +53,16 @@ def test_a_usage_error_in_text_mode_stays_clicks_text_on_stderr(rc: Replctl) -> 
     assert out.stdout == ""
     assert "No such option: --upot" in out.stderr
     assert "Usage: replctl delete" in out.stderr
+
+
+def test_an_option_without_its_value_in_text_mode_names_the_value_with_a_hint(rc: Replctl) -> None:
+    out = rc("log", "show", "A", "--limit", expect=2)
+    assert (out.stdout, out.stderr) == (
+        "",
+        "error: --limit needs a value: --limit N\nhint: run: replctl log show --help\n",
+    )
+
+
+def test_a_value_given_to_a_flag_stays_clicks_error(rc: Replctl) -> None:
+    out = rc("status", "--wide=3", expect=2)
+    assert out.stderr.splitlines()[-1] == "Error: Option '--wide' does not take a value."

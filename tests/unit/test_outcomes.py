@@ -25,6 +25,7 @@ RECOVERY_REPORT: dict[str, Any] = {
     "rounds": [{"round": 1, "sources": ["B"], "written": 1}],
     "refused": [],
     "accepted": [],
+    "given_up": {},
     "cvv": {"A": 3, "B": 1},
     "discarded": {},
     "lost": {"A": [2, 3]},

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from replctl.adapters.remotefiles import folder_digest
 from replctl.core.model import Segment, StoreMarker
 from replctl.errors import EnvironmentFailure, InvalidInput
-from replctl.localfiles import digest, make_folders
+from replctl.localfiles import digest, kind_of, make_folders
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -105,6 +105,13 @@ class LogStore:
         """Create the root folder of a local store, each missing folder with `mode` (remote stores are
         created by their own tools); an existing root keeps its permissions."""
         if self._local is not None:
+            if kind := self._not_a_folder():
+                # make_folders would pass over it, and the marker write would fail with "Not a directory".
+                raise EnvironmentFailure(
+                    f"cannot create the store {self.root}: it is {kind}, not a folder",
+                    code="store",
+                    hint="check --store (or REPLCTL_STORE): name a folder, or one that does not exist yet",
+                )
             try:
                 make_folders(self._local, mode)
             except OSError as exc:
@@ -117,13 +124,21 @@ class LogStore:
         find every segment missing and call the logs damaged.
         """
         if self._local is not None and not self._local.is_dir():
+            kind = self._not_a_folder()
+            where = f"is {kind}, not a folder" if kind else "does not exist"
             # The same refusal as a store without this catalog's marker (`services.store_identity`).
             raise EnvironmentFailure(
-                f"store not found: {self.root} does not exist; nothing was read as a log",
+                f"store not found: {self.root} {where}; nothing was read as a log",
                 code="store-not-found",
                 hint="check --store (or REPLCTL_STORE): it must be the store `replctl init` created for this "
                 "catalog",
             )
+
+    def _not_a_folder(self) -> str | None:
+        """What the local root is when something other than a folder is there (`"a file"`, `"a device"`...)."""
+        if self._local is None or self._local.is_dir() or not self._local.exists():
+            return None
+        return kind_of(self._local) or "a file"
 
     def remote(self, relative: str) -> tuple[pafs.FileSystem, str]:
         """The pyarrow file system of a remote store and the path of `relative` on it (remote stores only)."""
