@@ -54,7 +54,7 @@ def create(
 
         return backups.create(
             app.catalog(),
-            app.store(),
+            app.checked_store(),  # a foreign store, or a catalog older than it, is refused (exit 6)
             app.backups(to),
             list(locations or []),
             reason=app.reason,
@@ -202,6 +202,9 @@ def prune(
 
         if location is not None:
             backups.check_location(app.catalog(), location)
+        # BK3 and BK4 judge from the catalog: an older copy of it (exit 6, catalog-behind) would take a stale
+        # backup for the newest and remove the one that keeps a location recoverable.
+        app.checked_store()
         # `app.planning`: --plan-out, and the dry run shown before the confirmation question (cli.confirm),
         # remove nothing.
         return backups.prune(

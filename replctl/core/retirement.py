@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from replctl.core.loss import ranges_text
+from replctl.core.loss import ranges_text, span
 from replctl.core.model import Connection, Location, Segment, Violation
 from replctl.core.vectortime import VectorTime
 
@@ -148,16 +149,24 @@ def stranded_events(locations: Sequence[Location], name: str, only_here: Sequenc
 
 
 def stranded_violation(
-    locations: Sequence[Location], connections: Iterable[Connection], name: str, only_here: Sequence[int]
+    locations: Sequence[Location],
+    connections: Iterable[Connection],
+    name: str,
+    only_here: Sequence[int],
+    others: Mapping[str, Sequence[int]] | None = None,
 ) -> Violation | None:
-    """The refusal of `location retire NAME` while it would strand own events (RET1, RET3), or None.
+    """The refusal of `location retire NAME` while it would strand events (RET1, RET3), or None.
 
-    `only_here` as for `stranded_events`. The hint lets them spread first, while `name` may still connect:
-    add a connection again to the remaining location it last sent to (the one that got furthest; any
-    remaining location when it never had one), replicate, remove it again, then retire.
+    `only_here` as for `stranded_events`; `others` are, per origin, the origin times of the events of other
+    origins `name` stores that no other remaining location stores: a relay whose neighbours never got them, or
+    the last holder after their origin deleted them (DEL3 counted on it) or retired. Retired, `name` could
+    never pass them on either. The hint lets them spread first, while `name` may still connect: add a
+    connection again to the remaining location it last sent to (the one that got furthest; any remaining
+    location when it never had one), replicate, remove it again, then retire.
     """
     found = stranded_events(locations, name, only_here)
-    if found is None:
+    foreign = {o: sorted(t) for o, t in sorted((others or {}).items()) if o != name and t}
+    if found is None and not foreign:
         return None
     by_name = {loc.name: loc for loc in locations}
     targets = sorted(
@@ -166,22 +175,36 @@ def stranded_violation(
     )
     remaining = [t for t in targets if not by_name[t].retired]
     to = remaining[0] if remaining else "LOCATION"
-    listed = ranges_text({name: list(found.times)})
+    details: dict[str, Any] = {}
+    if found is not None:
+        message = (
+            f"{name}'s own events {ranges_text({name: list(found.times)})} are stored at no other remaining "
+            f"location; a retired location may have no connection again (RET1), so they would be stranded and "
+            f"{name}'s clock could never be pruned (RET3)"
+        )
+        details |= {
+            "stranded": {"origin": name, "from": found.first, "to": found.last},
+            "reached": found.reached,
+        }
+    if foreign:
+        held = (
+            f"{name} stores events of other origins ({ranges_text(foreign)}) that no other remaining location "
+            "stores"
+        )
+        message = (
+            f"{message}; {held}"
+            if found is not None
+            else f"{held}; a retired location may have no connection again (RET1), so they would be lost with it"
+        )
+        details["stranded_others"] = {o: list(span(t)) for o, t in foreign.items()}
     return Violation(
         code="RET1",
-        message=(
-            f"{name}'s own events {listed} are stored at no other remaining location; a retired location may "
-            f"have no connection again (RET1), so they would be stranded and {name}'s clock could never be "
-            "pruned (RET3)"
-        ),
+        message=message,
         hint=(
             f"replctl topology add {name} {to} && replctl replicate {name} {to} && "
             f"replctl topology remove {name} {to}, then: replctl location retire {name}"
         ),
-        details={
-            "stranded": {"origin": name, "from": found.first, "to": found.last},
-            "reached": found.reached,
-        },
+        details=details,
     )
 
 

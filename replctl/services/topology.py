@@ -327,6 +327,7 @@ class _StoredIdentities:
     only_here: tuple[int, ...]
     mine: frozenset[str]
     elsewhere: frozenset[str]
+    others: tuple[tuple[str, tuple[int, ...]], ...] = ()  # per other origin, the times only `name` stores
 
     def still_true(self, tx: CatalogTransaction) -> bool:
         """Whether the scan's answer still holds: the retiring log is as read (its lease keeps it so), and every
@@ -357,13 +358,15 @@ def _read_for_retire(
         locations = tx.locations()
         elsewhere = [s for x in locations if x.name != name and not x.retired for s in tx.segments(x.name)]
         mine = tx.segments(name)
-    only_here = (
-        engine.unheld(mine, seq_from=0, seq_below=None, elsewhere=elsewhere, origin=name).get(name, [])
-        if mine
-        else []
-    )
+    # Every origin: a relay, or the last holder of events their origin deleted (DEL3 counted on it) or whose
+    # origin retired, strands them as surely as its own.
+    unheld = engine.unheld(mine, seq_from=0, seq_below=None, elsewhere=elsewhere) if mine else {}
     scan = _StoredIdentities(
-        name, tuple(only_here), frozenset(s.path for s in mine), frozenset(s.path for s in elsewhere)
+        name,
+        tuple(unheld.get(name, [])),
+        frozenset(s.path for s in mine),
+        frozenset(s.path for s in elsewhere),
+        tuple((o, tuple(t)) for o, t in sorted(unheld.items()) if o != name),
     )
     hit("retire.after-scan")
     return lambda state, tx: _plan_retire(state, tx, name, scan)
@@ -372,14 +375,17 @@ def _read_for_retire(
 def _plan_retire(
     state: TopologyState, tx: CatalogTransaction, name: str, scan: _StoredIdentities | None
 ) -> plans.Decision:
-    """RET1 on the topology first (no current connection), then on the logs: retiring must not strand own
-    events no other remaining location stores (`core.retirement.stranded_violation`), as `scan` read them."""
+    """RET1 on the topology first (no current connection), then on the logs: retiring must not strand events
+    (its own or of any other origin) no other remaining location stores (`core.retirement.stranded_violation`),
+    as `scan` read them."""
     decision = plans.plan_retire(state, name)
     if not decision.ok or not decision.changes:
         return decision
     if scan is None or not scan.still_true(tx):
         raise StaleRead(name)
-    stranded = stranded_violation(tx.locations(), tx.connections(), name, list(scan.only_here))
+    stranded = stranded_violation(
+        tx.locations(), tx.connections(), name, list(scan.only_here), {o: list(t) for o, t in scan.others}
+    )
     return decision if stranded is None else plans.Decision(violations=(stranded,))
 
 

@@ -233,3 +233,60 @@ def test_retiring_a_location_whose_unspread_events_were_deleted_strands_nothing_
     assert locations(rc)["R"]["dvv"] == {"R": 2}
     retired = rc.json("location", "retire", "R")
     assert [c["kind"] for c in retired["changes"]] == ["location-retired"]
+
+
+def test_retiring_the_last_holder_of_another_origins_events_is_refused_relay_and_deleted_origin_ret1(
+    rc: Replctl,
+) -> None:
+    """Z relays X's x1 to A; X deleted x1 as soon as Z held it (DEL3 counted on Z). Z is then the only
+    location storing x1: retired, it could never pass it on, and x1 was lost with every command exiting 0."""
+    for name in "XZA":
+        rc("location", "add", name)
+    rc("topology", "add", "X", "Z")
+    rc("topology", "add", "Z", "A")
+    rc.append("X", "x1")
+    rc("replicate", "X", "Z")
+    rc("delete", "X", "--upto", "1")
+    rc("topology", "remove", "Z", "A")
+    rc("topology", "remove", "X", "Z")
+    before = rc.snapshot()
+    for dry in ([], ["--dry-run"]):
+        refused = rc.json("location", "retire", "Z", *dry, expect=3)["error"]
+        assert (refused["code"], refused["message"], refused["hint"]) == (
+            "RET1",
+            "refused [RET1]: Z stores events of other origins (X:1) that no other remaining location stores; "
+            "a retired location may have no connection again (RET1), so they would be lost with it",
+            "replctl topology add Z A && replctl replicate Z A && replctl topology remove Z A, "
+            "then: replctl location retire Z",
+        )
+        assert refused["details"]["stranded_others"] == {"X": [1, 1]}
+    assert rc.snapshot() == before
+    # The hint: x1 spreads to A first, then Z retires.
+    rc("topology", "add", "Z", "A")
+    rc("replicate", "Z", "A")
+    rc("topology", "remove", "Z", "A")
+    assert rc.stored("A") == [("X", 1, "x1")]
+    assert [c["kind"] for c in rc.json("location", "retire", "Z")["changes"]] == ["location-retired"]
+
+
+def test_retiring_the_last_holder_of_a_retired_locations_events_is_refused_ret1(rc: Replctl) -> None:
+    """Z retired once Y held z1 (right: RET1 saw it at Y); Y, which never passed z1 on to A, then retired too,
+    and z1 lived on only in two retired logs."""
+    for name in "ZYA":
+        rc("location", "add", name)
+    rc("topology", "add", "Z", "Y", "--both")
+    rc("topology", "add", "Y", "A", "--both")
+    rc.append("Z", "z1")
+    rc("replicate", "Z", "Y")
+    rc("topology", "remove", "Z", "Y", "--both")
+    rc("location", "retire", "Z")
+    rc("topology", "remove", "Y", "A", "--both")
+    refused = rc.json("location", "retire", "Y", expect=3)["error"]
+    assert (refused["code"], refused["message"]) == (
+        "RET1",
+        "refused [RET1]: Y stores events of other origins (Z:1) that no other remaining location stores; "
+        "a retired location may have no connection again (RET1), so they would be lost with it",
+    )
+    assert refused["details"]["stranded_others"] == {"Z": [1, 1]}
+    assert locations(rc)["Y"]["state"] == "active"
+    assert rc.stored("Y") == [("Z", 1, "z1")]

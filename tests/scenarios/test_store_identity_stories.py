@@ -146,6 +146,9 @@ def test_an_older_copy_of_the_catalog_is_refused_before_it_reassigns_an_identity
         ("log", "show", "A"),
         ("replicate",),
         ("recover", "location", "A", "--dry-run"),
+        # A stale backup would become A's newest, and a prune judged on this catalog would remove the real one.
+        ("backup", "create", "A"),
+        ("backup", "prune", "A", "--keep-last", "1", "--dry-run"),
     ):
         doc = rc.json(*args, expect=6)
         assert doc["error"]["code"] == "catalog-behind", args

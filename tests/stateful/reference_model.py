@@ -437,9 +437,9 @@ class ReferenceModel:
         loc = self.locations[name]
         if loc.state != RETIRED and any(name in p for p in self.current()):
             return Outcome(3, "RET1")
-        # RET1: retired, it never connects again; own events it stores that no other live location stores
+        # RET1: retired, it never connects again; events of any origin it stores that no other live location stores
         # would be stranded (those it deleted physically are gone already; a CVV is no copy).
-        stranded = any(e.origin == name and not self.stored_elsewhere(name, e) for e in loc.events)
+        stranded = any(not self.stored_elsewhere(name, e) for e in loc.events)
         if loc.state != RETIRED and stranded:
             return Outcome(3, "RET1")
         if prune:
