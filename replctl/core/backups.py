@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
@@ -259,10 +260,12 @@ def recoverability(
         {n: loc.dvv for n, loc in locations.items()},
         {n: loc.cvv for n, loc in locations.items()},
         # A loss keeps the baseline (permanent knowledge, e.g. ADD3 `current`'s history not held by design):
-        # the recovery starts from it too (DR1), so it is part of V0; without it a source whose DVV the
-        # baseline covers would fail DR4 on paper only.
-        (backup.cvv if backup else EMPTY) | location.baseline,
+        # the recovery counts it as DR1 does (an entry over events A stored waits until they are back), so
+        # it is part of V0 and of every round's vector; without it a source whose DVV the baseline covers
+        # would fail DR4 on paper only.
+        dr.with_baseline(location, backup.cvv if backup else EMPTY),
         name,
+        counted=partial(dr.with_baseline, location),
     ).vector
     if location.cvv <= vector:
         return Recoverability(name, "yes", backup_id_)

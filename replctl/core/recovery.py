@@ -110,9 +110,79 @@ def recovered_clock(
     written after the loss. CVV-A[A] is deliberately not raised to T here: event recovery would then drop
     A's own lost events.
     """
-    cvv = survivors_lub | location.dvv | location.baseline
+    cvv = with_baseline(location, survivors_lub | location.dvv)
     floor = max([cvv[location.name], location.seq, *(v[location.name] for v in others_cvv)])
     return RecoveredClock(cvv, floor)
+
+
+def with_baseline(location: Location, cvv: VectorTime) -> VectorTime:
+    """`cvv` ⊔ every baseline entry whose events `cvv` covers again (DR1): entry `o` counts once
+    `cvv[o]` reaches `baseline_stored[o]`, what A stored of `o` when the entry was merged.
+
+    An entry merged without events (an accepted loss, DR5; a parked clock entry, RET2) covers by its number
+    alone the events of its origin A held at the time. After a later loss it must not stand for them: CF1
+    would skip them at a neighbour that still stores them, a loss nobody named. Held back, the entry waits
+    until event recovery has brought A's vector back to what A stored then; from there on it covers only the
+    origin times given up, as it did when it was merged. An entry with nothing stored under it (ADD3's
+    history modes; catalogs from before `baseline_stored` was recorded) counts at once, as always.
+    """
+    stored = location.baseline_stored
+    return cvv.merge({o: b for o, b in location.baseline.to_dict().items() if cvv[o] >= stored[o]})
+
+
+def held_back(location: Location, cvv: VectorTime) -> VectorTime:
+    """The baseline entries `with_baseline` does not count yet over `cvv` (DR1): per origin, the entry."""
+    counted = with_baseline(location, cvv)
+    return VectorTime({o: b for o, b in location.baseline.to_dict().items() if counted[o] < b})
+
+
+def baseline_counted(location: Location) -> VectorTime:
+    """The baseline entries A's CVV counts now: all of them, but while A recovers the ones held back
+    (`held_back`). I3 (`log verify`) and a backup's manifest ask this, not the whole baseline."""
+    if location.state is not LocationState.RECOVERING:
+        return location.baseline
+    return VectorTime({o: b for o, b in location.baseline.to_dict().items() if location.cvv[o] >= b})
+
+
+def recovery_done(location: Location) -> Location:
+    """A as a complete recovery leaves it: every baseline entry counts again (DR1). One still held back
+    stands for events no source brought back; the recovery names them lost (`unrecovered`)."""
+    return replace(location, cvv=location.cvv | location.baseline)
+
+
+def unrecovered(location: Location, cvv: VectorTime) -> dict[str, tuple[int, int]]:
+    """Per origin `(from, to)`: what A stored under a baseline entry still held back over `cvv`, which
+    no source brought back (lost, DR5's report)."""
+    held = held_back(location, cvv)
+    stored = location.baseline_stored
+    return {o: (cvv[o] + 1, stored[o]) for o in held if stored[o] > cvv[o]}
+
+
+def merge_accepted(location: Location, merged: VectorTime) -> Location:
+    """DR5 `--accept-loss`: `merged` (what of a neighbour's DVV A lacks) into CVV-A and the baseline, with
+    what A stored of each origin then (`baseline_stored`).
+
+    Not into DVV-A: A deleted none of these events. Merged there, a later loss would count the entry at
+    once (DR1 takes DVV-A as known), over the events A did store under it; the baseline holds it back
+    until they are back (`with_baseline`). I3 counts the baseline as it counted DVV-A.
+    """
+    stored = location.baseline_stored.merge({o: location.cvv[o] for o in merged})
+    return replace(
+        location,
+        cvv=location.cvv | merged,
+        baseline=location.baseline | merged,
+        baseline_stored=stored,
+    )
+
+
+def own_not_held(location: Location) -> int:
+    """The own origin times A does not hold by design before a loss: those it deleted (DVV-A[A]) and, when A
+    stored none of its own events under it, an accepted own entry of the baseline. A loss of what is below
+    is not reported lost again (it was when it happened)."""
+    name = location.name
+    if location.baseline_stored[name] <= location.dvv[name]:
+        return max(location.dvv[name], location.baseline[name])
+    return location.dvv[name]
 
 
 def restored_dvv(location: Location, backup_dvv: VectorTime) -> VectorTime:
@@ -280,6 +350,8 @@ def plan_rounds(
     cvvs: Mapping[str, VectorTime],
     start: VectorTime,
     recovering: str,
+    *,
+    counted: Callable[[VectorTime], VectorTime] | None = None,
 ) -> PlannedRounds:
     """DR4 without reading an event: round after round, the sources whose DVV ≤ the vector, which then grows.
 
@@ -287,6 +359,7 @@ def plan_rounds(
     lacks (DVV-N ≤ CVV-A), so A's vector grows by CVV-N. What a filtered terminal source (DR3) brings depends
     on event contents: only its `origin = A` part is certain, so only CVV-N[A] is counted (a lower bound).
     `recover --dry-run` plans its rounds with this, and BK3 asks it whether a total loss would lose anything.
+    `counted` adds, after each round, what A's vector then counts besides (`with_baseline`), as the run does.
     """
     vector, pending = start, list(sources)
     rounds: list[tuple[Source, ...]] = []
@@ -298,6 +371,8 @@ def plan_rounds(
             vector = vector | brought
             pending.remove(source)
         rounds.append(tuple(ready))
+        if counted is not None:
+            vector = counted(vector)
     return PlannedRounds(tuple(rounds), vector, tuple(pending))
 
 

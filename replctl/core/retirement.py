@@ -269,7 +269,13 @@ def parked_location(location: Location, name: str, stored_lub: VectorTime) -> Lo
     explained = max(stored_lub[name], location.dvv[name], location.baseline[name])
     if explained >= location.cvv[name]:
         return location
-    return replace(location, baseline=location.baseline.merge({name: location.cvv[name]}))
+    # What the log stores of Z under the parked entry: a later loss holds the entry back until it is back
+    # (core.recovery.with_baseline), or CF1 would skip those events where they are still stored.
+    return replace(
+        location,
+        baseline=location.baseline.merge({name: location.cvv[name]}),
+        baseline_stored=location.baseline_stored.merge({name: stored_lub[name]}),
+    )
 
 
 @dataclass(frozen=True)

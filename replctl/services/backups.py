@@ -17,6 +17,7 @@ from typing import Any
 
 from replctl import __version__
 from replctl.core import backups as bk
+from replctl.core import recovery as dr
 from replctl.core.deletion import parse_age
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.vectortime import VectorTime
@@ -269,7 +270,7 @@ def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: 
         who=_who(),
         reason=reason,
         segments_reused=sum(1 for p in done if p.source == REUSED),
-        baseline=loc.baseline,
+        baseline=dr.baseline_counted(loc),  # what its CVV counts (I3), also while A recovers
     )
 
 

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from replctl.core import backups as bk
@@ -282,6 +283,7 @@ def _planned(
         {n: x.cvv for n, x in locations.items()},
         start,
         name,
+        counted=partial(dr.with_baseline, locations[name]),
     )
     brought = []
     for source in (s for ready in planned.rounds for s in ready):

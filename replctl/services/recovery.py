@@ -14,6 +14,7 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -296,7 +297,9 @@ def _recover(
     elif loc.state is not LocationState.RECOVERING and not _blocked_into(ctx, name):
         doc["nothing_to_do"] = True
         return doc
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name])
+    return finish_recovery(
+        ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=dr.own_not_held(loc)
+    )
 
 
 def _consent(
@@ -374,6 +377,15 @@ def finish_recovery(
         deleted_own = min(deleted_own, gone[name][0] - 1)
     for origin, (lo, hi) in _event_recovery(ctx, engine, name, accept_loss, doc).items():
         _widen(gone, origin, lo, hi)
+    if not doc["refused"]:
+        # A complete recovery counts every baseline entry again (DR1): what A stored under one still held
+        # back came from no source, and is lost (core.recovery.unrecovered).
+        with ctx.transaction(readonly=True) as tx:
+            now = get_location(tx, name)
+        for origin, (lo, hi) in dr.unrecovered(
+            now, VectorTime(doc["cvv"]) if ctx.dry_run else now.cvv
+        ).items():
+            _widen(gone, origin, lo, hi)
     if ctx.dry_run:
         # Reads only, around data-plane jobs (the own origin times stored): no write lock.
         with ctx.transaction(readonly=True) as tx:
@@ -392,9 +404,11 @@ def finish_recovery(
             own = loss.own_lost_planned(
                 tx, engine, name, before, deleted_own=deleted_own, kept=kept_own, start_own=start_own, doc=doc
             )
-            loss.report_lost(
-                tx, name, before, VectorTime(doc["cvv"]), doc, own=own, given_up=gone, planned=True
-            )
+            reached = VectorTime(doc["cvv"])
+            if not doc["refused"]:
+                reached = dr.recovery_done(replace(current, cvv=reached)).cvv
+            loss.report_lost(tx, name, before, reached, doc, own=own, given_up=gone, planned=True)
+            doc["cvv"] = reached.to_dict()
         if doc["rounds"]:
             # The events recovered take new seqs after T (DR1), as many as the passes examine: only the
             # run knows, so the dry run promises no number it cannot keep (issue 14).
@@ -431,8 +445,9 @@ def _ended(current: Location, others: list[VectorTime], doc: dict[str, Any]) -> 
     # DR1: the clock never runs in the past; the next own event gets origin_time > T.
     # DR0: an incomplete recovery (DR5 refusals) leaves the location recovering, so appends, replication
     # into it, deletions and compaction keep waiting until a later `recover` completes.
-    state = LocationState.RECOVERING if doc["refused"] else LocationState.ACTIVE
-    return replace(current, seq=max(current.seq, floor), state=state), floor
+    if doc["refused"]:
+        return replace(current, seq=max(current.seq, floor)), floor
+    return replace(dr.recovery_done(current), seq=max(current.seq, floor), state=LocationState.ACTIVE), floor
 
 
 def _refuse_older_store(store: LogStore, loc: Location, found: int | None, *, accept_loss: bool) -> None:
@@ -580,7 +595,8 @@ def _event_recovery(
         dvvs = {x.name: x.dvv for x in tx.locations()}
         cvvs = {x.name: x.cvv for x in tx.locations()}
         # A dry run plans from the CVV the metadata step would leave (doc), as the run does after committing it.
-        cvv = VectorTime(doc["cvv"]) if ctx.dry_run else get_location(tx, name).cvv
+        loc = get_location(tx, name)
+        cvv = VectorTime(doc["cvv"]) if ctx.dry_run else loc.cvv
         sources, refused = dr.eligible_sources(state, name, connections, or_origin)
         stored = {s.name: tx.segments(s.name) for s in sources}
     # DR0 before DR5: a damaged eligible source serves nothing now; a loss accepted past it would make CF1 skip,
@@ -603,14 +619,20 @@ def _event_recovery(
         rounds=rounds,
         damaged=damaged,
         unsound=unsound,
+        counted=partial(dr.with_baseline, loc),
     )
-    cvv = rounds_from(cvv=cvv)
+
+    def counted(cvv: VectorTime) -> VectorTime:
+        # A's vector with the baseline entries whose events are back (DR1), before a round as after one.
+        return dr.with_baseline(loc, cvv) if ctx.dry_run else _counted_cvv(ctx, name)
+
+    cvv = rounds_from(cvv=counted(cvv))
     # Nothing is accepted in a run a damaged source could not serve: the re-run after its recovery decides.
     accept_loss = accept_loss and not unsound and not damaged
     while pending and accept_loss:
         source = dr.least_loss(pending, dvvs, cvv)
         cvv = _accept(ctx, name, source.name, dvvs[source.name], cvv, doc=doc, gone=gone)
-        cvv = rounds_from(cvv=cvv)
+        cvv = rounds_from(cvv=counted(cvv))
         accept_loss = not damaged
     if accept_loss:
         for r in refused:
@@ -637,16 +659,18 @@ def _rounds(
     rounds: list[dict[str, Any]],
     damaged: list[dict[str, Any]],
     unsound: frozenset[str],
+    counted: Callable[[VectorTime], VectorTime],
 ) -> VectorTime:
     """DR4: round after round over the `pending` sources that meet `DVV-N ≤ CVV-A`, run (or, in a dry run, on
     paper with the same `ready_sources`); appends to `rounds`, takes the served sources out of `pending` and
     returns the CVV A reaches. A source in `unsound` (damaged, DR0) takes its place in a round and brings
-    nothing: its pass waits for its recovery."""
+    nothing: its pass waits for its recovery. After each round A's vector counts the baseline entries
+    whose events are back (`counted`, core.recovery.with_baseline): the run records it in the catalog."""
     if ctx.dry_run:
         # Issue 14: every round, on paper (DR4 with the same `ready_sources` the run asks round by round);
         # the vector A reaches is what the later rounds and the refusals are checked against.
         brings = {n: VectorTime() if n in unsound else v for n, v in cvvs.items()}
-        planned = dr.plan_rounds(pending, dvvs, brings, cvv, name)
+        planned = dr.plan_rounds(pending, dvvs, brings, cvv, name, counted=counted)
         for sources in planned.rounds:
             rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in sources], "written": None})
             # What the run's pass over a damaged source reports, said before it runs.
@@ -665,9 +689,19 @@ def _rounds(
                 # about what the source deleted, not about its store).
                 damaged.append(_damaged_source(source.name, report.reason))
         rounds.append({"round": len(rounds) + 1, "sources": [s.name for s in ready], "written": written})
-        with ctx.transaction() as tx:
-            cvv = get_location(tx, name).cvv
+        cvv = _counted_cvv(ctx, name)
     return cvv
+
+
+def _counted_cvv(ctx: OperationContext, name: str) -> VectorTime:
+    """A's CVV with every baseline entry whose events are back (DR1, core.recovery.with_baseline), recorded
+    in the catalog: a re-run after a kill starts from it, and DR4 checks the next round against it."""
+    with ctx.transaction() as tx:
+        loc = get_location(tx, name)
+        cvv = dr.with_baseline(loc, loc.cvv)
+        if cvv != loc.cvv:
+            tx.put_location(replace(loc, cvv=cvv))
+        return cvv
 
 
 def _damaged_source(source: str, reason: str | None = None) -> dict[str, Any]:
@@ -686,9 +720,9 @@ def _accept(
     doc: dict[str, Any],
     gone: dict[str, tuple[int, int]],
 ) -> VectorTime:
-    """DR5 `--accept-loss` for one neighbour: merge what of its DVV A still lacks into CVV-A and DVV-A,
-    unblock it, record it; the dry run accepts on paper what the run accepts (issue 14). Returns A's CVV
-    after; `gone` gathers what the merge gave up."""
+    """DR5 `--accept-loss` for one neighbour: merge what of its DVV A still lacks into CVV-A and A's baseline
+    (core.recovery.merge_accepted), unblock it, record it; the dry run accepts on paper what the run accepts
+    (issue 14). Returns A's CVV after; `gone` gathers what the merge gave up."""
     merged = dr.still_missing(merged, cvv)
     given = dr.given_up(merged, cvv)
     for origin, (lo, hi) in given.items():
@@ -700,9 +734,7 @@ def _accept(
     with ctx.transaction() as tx:
         conn = tx.connection(source, name)
         loc = get_location(tx, name)
-        tx.put_location(
-            replace(loc, cvv=loc.cvv | merged, dvv=loc.dvv | merged, baseline=loc.baseline | merged)
-        )
+        tx.put_location(dr.merge_accepted(loc, merged))
         if conn is not None and conn.current:
             tx.put_connection(replace(conn, state=ConnectionState.ACTIVE, reason=None))
         ctx.step(

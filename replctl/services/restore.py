@@ -153,14 +153,23 @@ def _restore(
                 },
             )
     if ctx.dry_run:
-        kept = _kept_own(backups, manifest, above=loc.dvv[name], upto=cvv_before[name])
+        kept = _kept_own(backups, manifest, above=dr.own_not_held(loc), upto=cvv_before[name])
         return finish_recovery(
-            ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name], kept_own=kept
+            ctx,
+            engine,
+            name,
+            accept_loss,
+            doc,
+            before=cvv_before,
+            deleted_own=dr.own_not_held(loc),
+            kept_own=kept,
         )
     hit("recover.after-metadata")
     for seg in present:
         engine.store.remove(seg.path)
-    return finish_recovery(ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=loc.dvv[name])
+    return finish_recovery(
+        ctx, engine, name, accept_loss, doc, before=cvv_before, deleted_own=dr.own_not_held(loc)
+    )
 
 
 def _consent(

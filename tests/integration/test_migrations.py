@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.engine import make_engine
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.catalog.tables import metadata
+from replctl.core.vectortime import VectorTime
 from replctl.errors import CatalogOutdated, EnvironmentFailure
 
 
@@ -159,11 +161,32 @@ def test_checking_and_using_a_current_catalog_does_not_import_alembic(sqlite_url
     assert done.returncode == 0, done.stderr
 
 
-def _pending_deletion_columns(url: str) -> list[str]:
+def _execute(url: str, sql: str, params: dict[str, str] | None = None) -> None:
+    """One statement in its own transaction, on an engine of its own (the catalog's code is not the subject)."""
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(sql), params or {})
+    finally:
+        engine.dispose()
+
+
+def _insert_location(url: str, name: str, *, baseline: str) -> None:
+    """A location row as the revisions before 0007 wrote it, CVV and DVV equal to its baseline."""
+    _execute(
+        url,
+        "INSERT INTO locations (name, role, state, seq, cvv, dvv, baseline, deleted_upto, "
+        "logical_deleted_upto, created_at) VALUES "
+        "(:n, 'read-write', 'active', 3, :b, :b, :b, 0, 0, '2030-01-02 03:04:05+00:00')",
+        {"n": name, "b": baseline},
+    )
+
+
+def _columns(url: str, table: str) -> list[str]:
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
-            return [c["name"] for c in inspect(conn).get_columns("pending_deletions")]
+            return [c["name"] for c in inspect(conn).get_columns(table)]
     finally:
         engine.dispose()
 
@@ -172,28 +195,16 @@ def test_0006_keeps_the_deletions_waiting_at_0005_and_records_them_unguarded(cat
     # A catalog left by the previous revision, holding a deletion that waits (DEL4): the upgrade adds BK4's
     # flag without losing the request, which keeps false (its retries follow the policy, as at 0005).
     migrate.upgrade(catalog_url, "0005")
-    engine = make_engine(catalog_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(
-                text(
-                    "INSERT INTO locations (name, role, state, seq, cvv, dvv, baseline, deleted_upto, "
-                    "logical_deleted_upto, created_at) VALUES "
-                    "(:n, 'read-write', 'active', 3, '{}', '{}', '{}', 0, 0, '2030-01-02 03:04:05+00:00')"
-                ),
-                [{"n": "A"}, {"n": "B"}],
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO pending_deletions (location, requested_upto, requested_at, blocked_by) "
-                    "VALUES ('A', 3, '2030-01-02 03:04:05+00:00', '[\"B\"]')"
-                )
-            )
-    finally:
-        engine.dispose()
-    assert "require_recoverable" not in _pending_deletion_columns(catalog_url)
+    _insert_location(catalog_url, "A", baseline="{}")
+    _insert_location(catalog_url, "B", baseline="{}")
+    _execute(
+        catalog_url,
+        "INSERT INTO pending_deletions (location, requested_upto, requested_at, blocked_by) "
+        "VALUES ('A', 3, '2030-01-02 03:04:05+00:00', '[\"B\"]')",
+    )
+    assert "require_recoverable" not in _columns(catalog_url, "pending_deletions")
     migrate.upgrade(catalog_url)
-    assert _revision(catalog_url) == "0006"
+    assert _revision(catalog_url) == migrate.SCHEMA_HEAD
     with Catalog(catalog_url) as catalog, catalog.transaction() as tx:
         found = tx.pending_deletion("A")
         assert found is not None
@@ -203,7 +214,7 @@ def test_0006_keeps_the_deletions_waiting_at_0005_and_records_them_unguarded(cat
     assert migrate.check_drift(catalog_url) == []
     # And back: the downgrade drops the flag and keeps both requests.
     migrate.downgrade(catalog_url, "0005")
-    assert "require_recoverable" not in _pending_deletion_columns(catalog_url)
+    assert "require_recoverable" not in _columns(catalog_url, "pending_deletions")
     engine = make_engine(catalog_url)
     try:
         with engine.connect() as conn:
@@ -213,3 +224,25 @@ def test_0006_keeps_the_deletions_waiting_at_0005_and_records_them_unguarded(cat
             assert [tuple(r) for r in rows] == [("A", 3), ("B", 2)]
     finally:
         engine.dispose()
+
+
+def test_0007_keeps_the_baselines_of_0006_and_records_nothing_stored_under_them(catalog_url: str) -> None:
+    # A location at 0006 with a baseline (an accepted loss, or ADD3): it keeps it, and `baseline_stored`
+    # starts empty, so the entry counts in a later recovery as it did before (DR1).
+    migrate.upgrade(catalog_url, "0006")
+    _insert_location(catalog_url, "A", baseline='{"B": 4}')
+    assert "baseline_stored" not in _columns(catalog_url, "locations")
+    migrate.upgrade(catalog_url)
+    assert _revision(catalog_url) == migrate.SCHEMA_HEAD
+    with Catalog(catalog_url) as catalog, catalog.transaction() as tx:
+        found = tx.location("A")
+        assert found is not None
+        assert (found.baseline.to_dict(), found.baseline_stored.to_dict()) == ({"B": 4}, {})
+        tx.put_location(replace(found, baseline_stored=VectorTime({"B": 2})))
+    with Catalog(catalog_url) as catalog, catalog.transaction() as tx:
+        again = tx.location("A")
+        assert again is not None and again.baseline_stored.to_dict() == {"B": 2}
+    assert migrate.check_drift(catalog_url) == []
+    migrate.downgrade(catalog_url, "0006")
+    assert "baseline_stored" not in _columns(catalog_url, "locations")
+    assert _revision(catalog_url) == "0006"

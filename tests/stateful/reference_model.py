@@ -104,6 +104,13 @@ class Location:
     pending_upto: int | None = None  # DEL4: the pending physical deletion target
     events: list[Event] = field(default_factory=list)
     baseline: VT = field(default_factory=dict)  # ADD3 / DR5 merges without events (I3); the catalog keeps it
+    baseline_stored: VT = field(default_factory=dict)  # DR5: per origin, what A stored when it accepted
+
+    def counted(self, cvv: VT) -> VT:
+        """DR1: `cvv` with every baseline entry whose events A stored when it was merged are covered again."""
+        return vt_join(
+            cvv, {o: b for o, b in self.baseline.items() if cvv.get(o, 0) >= self.baseline_stored.get(o, 0)}
+        )
 
 
 @dataclass(frozen=True)
@@ -663,8 +670,9 @@ class ReferenceModel:
     ) -> Outcome:
         """DR1, DR2 on the surviving state (a drill's survivors or a backup, BK2), then event recovery."""
         name = loc.name
-        # DR1: CVV from the survivors ⊔ DVV ⊔ the baselines (I3); CVV-A[A] is not raised here.
-        loc.cvv = vt_join(loc.dvv, loc.baseline, *(e.stamp for e in loc.events))
+        # DR1: CVV from the survivors ⊔ DVV ⊔ the baselines (I3), an accepted entry only once what A stored
+        # under it is covered again; CVV-A[A] is not raised here.
+        loc.cvv = loc.counted(vt_join(loc.dvv, *(e.stamp for e in loc.events)))
         floor = max(
             [loc.seq if recorded_floor else 0, loc.cvv.get(name, 0)]
             + [x.cvv.get(name, 0) for x in self.locations.values() if x.name != name]
@@ -690,6 +698,8 @@ class ReferenceModel:
         loc.seq = max(loc.seq, floor)  # DR1: A never assigns again a seq or origin time it had assigned
         # DR0, DR5: while a neighbour's events are still missing (exit 5, cli.md), A is still recovering.
         loc.state = RECOVERING if refused and not accept_loss else ACTIVE
+        if loc.state == ACTIVE:
+            loc.cvv = vt_join(loc.cvv, loc.baseline)  # DR1: complete, every baseline entry counts again
         return Outcome(5) if refused and not accept_loss else DONE
 
     # ---- backups (BK1, BK2) ------------------------------------------------------------------------
@@ -734,7 +744,7 @@ class ReferenceModel:
         ):
             return Outcome(3, "BK3")
         loc.events = copy.deepcopy(list(backup.events))
-        # DVV-A keeps the baselines merged since the backup (ADD3, accepted losses): events A never stored.
+        # DVV-A keeps the ADD3 baselines merged since the backup: events A never stored.
         loc.dvv = vt_join(backup.dvv, {k: min(loc.dvv.get(k, 0), v) for k, v in loc.baseline.items()})
         loc.deleted_upto = backup.deleted_upto
         loc.logical_deleted_upto = max(loc.logical_deleted_upto, backup.logical_deleted_upto)
@@ -772,20 +782,35 @@ class ReferenceModel:
         # rounds again, so no DVV is merged while a source still stores what it covers; the DR3-refused last.
         while waiting:
             least = min(waiting, key=lambda s: (self._gives_up(dvvs[s[0]], target.cvv), s[0]))
-            self._merge_baseline(target, self._lacking(dvvs[least[0]], target.cvv))
+            self._accept(target, self._lacking(dvvs[least[0]], target.cvv))
             self._rounds(name, waiting, dvvs)
         for source in refused:
-            self._merge_baseline(target, self._lacking(dvvs[source], target.cvv))
+            self._accept(target, self._lacking(dvvs[source], target.cvv))
         return self.refused_last
 
     def _rounds(
         self, name: str, waiting: list[tuple[str, tuple[str, ...] | None]], dvvs: dict[str, VT]
     ) -> None:
-        """DR4: round after round, every waiting source whose DVV ≤ CVV-A serves (and leaves `waiting`)."""
-        while ready := [s for s in waiting if vt_leq(dvvs[s[0]], self.locations[name].cvv)]:
+        """DR4: round after round, every waiting source whose DVV ≤ CVV-A serves (and leaves `waiting`); before
+        each round CVV-A counts the baseline entries whose stored events are back (DR1)."""
+        target = self.locations[name]
+        target.cvv = target.counted(target.cvv)
+        while ready := [s for s in waiting if vt_leq(dvvs[s[0]], target.cvv)]:
             for source, filter_expr in ready:
                 self._pass(source, name, recovery=True, recovery_filter=filter_expr)
                 waiting.remove((source, filter_expr))
+            target.cvv = target.counted(target.cvv)
+
+    @staticmethod
+    def _accept(target: Location, lacking: VT) -> None:
+        """DR5 `--accept-loss`: into CVV-A and the baseline, with what A stored of each origin then; not into
+        DVV-A (A deleted none of it)."""
+        for origin in lacking:
+            target.baseline_stored[origin] = max(
+                target.baseline_stored.get(origin, 0), target.cvv.get(origin, 0)
+            )
+        target.baseline = vt_join(target.baseline, lacking)
+        target.cvv = vt_join(target.cvv, lacking)
 
     @staticmethod
     def _gives_up(dvv: VT, cvv: VT) -> int:

@@ -3,6 +3,8 @@ pure decisions of the core."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,14 +21,21 @@ from replctl.core.model import (
 )
 from replctl.core.recovery import (
     Source,
+    baseline_counted,
     eligible_sources,
     given_up,
+    held_back,
     history_filters,
     least_loss,
+    merge_accepted,
+    own_not_held,
     progress_resets,
     recovered_clock,
     recovering,
+    recovery_done,
     still_missing,
+    unrecovered,
+    with_baseline,
 )
 from replctl.core.startrule import new_connection, start_rule
 from replctl.core.topology import fold
@@ -184,3 +193,70 @@ def test_dr3_a_terminal_source_ever_unfiltered_is_read_unfiltered() -> None:
     for changes in (cleared, unfiltered_before):
         assert history_filters(fold(changes), "N", "A", Y) is None
         assert _terminal_sources(changes, Y) == [Source("N", None)]
+
+
+# An accepted loss of B:3..4 while A stored B:1..2 (DR5): the entry B:4 covers b1, b2 by its number alone.
+ACCEPTED = Location("A", cvv=VectorTime({"B": 2}), state=LocationState.RECOVERING)
+
+
+def test_dr5_an_accepted_loss_merges_into_cvv_and_baseline_with_what_a_stored_not_into_dvv() -> None:
+    after = merge_accepted(ACCEPTED, VectorTime({"B": 4}))
+    assert (after.cvv, after.dvv) == (VectorTime({"B": 4}), VectorTime())
+    assert (after.baseline, after.baseline_stored) == (VectorTime({"B": 4}), VectorTime({"B": 2}))
+    # A second accepted loss of the same origin keeps the larger of what A stored then and before.
+    again = merge_accepted(replace(after, cvv=VectorTime({"B": 1})), VectorTime({"B": 6}))
+    assert (again.baseline, again.baseline_stored) == (VectorTime({"B": 6}), VectorTime({"B": 2}))
+
+
+def test_dr1_an_accepted_entry_waits_until_the_events_a_stored_under_it_are_back() -> None:
+    accepted = merge_accepted(ACCEPTED, VectorTime({"B": 4}))
+    # A total loss: nothing survived, so B:4 is held back and CF1 does not skip b1, b2 at a neighbour.
+    assert recovered_clock(accepted, VectorTime(), []).cvv == VectorTime()
+    assert held_back(accepted, VectorTime({"B": 1})) == VectorTime({"B": 4})
+    # b1, b2 back: the entry counts again, so a source whose DVV is B:4 is ready (DR4).
+    assert with_baseline(accepted, VectorTime({"B": 2, "C": 1})) == VectorTime({"B": 4, "C": 1})
+    assert held_back(accepted, VectorTime({"B": 2})) == VectorTime()
+    # A complete recovery without b2 counts it too, and names b2 lost.
+    assert unrecovered(accepted, VectorTime({"B": 1})) == {"B": (2, 2)}
+    assert recovery_done(replace(accepted, cvv=VectorTime({"B": 1}))).cvv == VectorTime({"B": 4})
+
+
+def test_dr1_a_baseline_with_nothing_stored_under_it_counts_at_once() -> None:
+    # ADD3's history modes, and catalogs from before `baseline_stored`: the entry is known, as always.
+    add3 = Location("Y", dvv=VectorTime({"X": 3}), baseline=VectorTime({"X": 3}))
+    assert recovered_clock(add3, VectorTime(), []).cvv == VectorTime({"X": 3})
+    assert held_back(add3, VectorTime()) == VectorTime()
+
+
+def test_i3_counts_only_the_baseline_entries_a_recovering_cvv_holds() -> None:
+    accepted = merge_accepted(ACCEPTED, VectorTime({"B": 4, "C": 2}))
+    recovering_now = replace(accepted, cvv=VectorTime({"C": 2}))
+    assert baseline_counted(recovering_now) == VectorTime({"C": 2})
+    assert baseline_counted(replace(recovering_now, state=LocationState.ACTIVE)) == accepted.baseline
+
+
+def test_dr1_own_events_given_up_count_as_not_held_only_when_a_stored_none_of_its_own_under_them() -> None:
+    none_stored = merge_accepted(
+        Location("A", cvv=VectorTime({"A": 1}), dvv=VectorTime({"A": 1})), VectorTime({"A": 5})
+    )
+    assert own_not_held(none_stored) == 5
+    some_stored = merge_accepted(Location("A", cvv=VectorTime({"A": 3})), VectorTime({"A": 5}))
+    assert own_not_held(some_stored) == 0
+
+
+@given(
+    baseline=st.dictionaries(st.sampled_from("BCD"), st.integers(1, 9)),
+    stored=st.dictionaries(st.sampled_from("BCD"), st.integers(0, 9)),
+    cvv=st.dictionaries(st.sampled_from("BCD"), st.integers(0, 9)),
+)
+def test_dr1_counting_the_baseline_only_grows_the_vector_and_is_whole_once_the_stored_part_is_back(
+    baseline: dict[str, int], stored: dict[str, int], cvv: dict[str, int]
+) -> None:
+    loc = Location("A", baseline=VectorTime(baseline), baseline_stored=VectorTime(stored))
+    vector = VectorTime(cvv)
+    counted = with_baseline(loc, vector)
+    assert vector <= counted <= vector | loc.baseline
+    assert with_baseline(loc, counted) == counted
+    assert (counted | held_back(loc, vector)) == vector | loc.baseline
+    if loc.baseline_stored <= vector:
+        assert counted == vector | loc.baseline

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replctl.core.model import Location, LocationState, Segment
+from replctl.core.recovery import with_baseline
 from replctl.core.retirement import (
     LegacyPrune,
     clocks,
@@ -172,6 +173,17 @@ def test_a_log_whose_vts_lost_z_keeps_its_cvv_entry_in_the_baseline_for_good_i3_
     assert parked.baseline == VectorTime({"C": 1, "Z": 2})
     # I3 once the stored vts lack Z: LUB(stored) ⊔ DVV ⊔ baseline still equals the CVV.
     assert VectorTime({"A": 3}).merge(parked.dvv, parked.baseline) == parked.cvv
+    assert parked.baseline_stored == VectorTime()  # A stores no event of Z: the entry counts at once (DR1)
+
+
+def test_a_parked_entry_records_the_events_of_z_the_log_stores_under_it_dr1() -> None:
+    # A stores Z:1 (its identity keeps Z:1 in the LUB); Z:3 came through an event of another origin. After a
+    # loss of Z:1 the parked entry Z:3 waits until Z:1 is back, or CF1 would skip it where it is stored.
+    before = loc("A", {"A": 3, "Z": 3})
+    parked = parked_location(before, "Z", VectorTime({"A": 3, "Z": 1}))
+    assert (parked.baseline, parked.baseline_stored) == (VectorTime({"Z": 3}), VectorTime({"Z": 1}))
+    assert with_baseline(parked, VectorTime({"A": 3})) == VectorTime({"A": 3})
+    assert with_baseline(parked, VectorTime({"A": 3, "Z": 1})) == VectorTime({"A": 3, "Z": 3})
 
 
 def test_nothing_is_parked_where_z_s_own_events_still_explain_the_entry_dr1_ret4() -> None:

@@ -66,6 +66,7 @@ def _metadata(location: Location) -> dict[str, Any]:
         "cvv": location.cvv.to_dict(),
         "dvv": location.dvv.to_dict(),
         "baseline": location.baseline.to_dict(),
+        "baseline_stored": location.baseline_stored.to_dict(),
         "deleted_upto": location.deleted_upto,
         "logical_deleted_upto": location.logical_deleted_upto,
         "clock_pruned": location.clock_pruned,
@@ -84,5 +85,6 @@ def location_from_row(row: Row[Any]) -> Location:
         deleted_upto=int(row.deleted_upto),
         logical_deleted_upto=int(row.logical_deleted_upto),
         baseline=VectorTime.parse(row.baseline),
+        baseline_stored=VectorTime.parse(row.baseline_stored),
         clock_pruned=bool(row.clock_pruned),
     )

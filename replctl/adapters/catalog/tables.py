@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     false,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
@@ -78,6 +79,8 @@ Table(
     Column("cvv", JSON, default=dict, nullable=False),
     Column("dvv", JSON, default=dict, nullable=False),
     Column("baseline", JSON, default=dict, nullable=False),
+    # Per origin of the baseline, what the location stored of it when the entry was merged (DR1, DR5).
+    Column("baseline_stored", JSON, default=dict, server_default=text("'{}'"), nullable=False),
     Column("deleted_upto", BigInteger, default=0, nullable=False),
     Column("logical_deleted_upto", BigInteger, default=0, nullable=False),
     # RET2: the id was pruned from every vt; new vts leave it out (EM1).
