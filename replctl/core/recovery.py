@@ -102,15 +102,17 @@ def recovered_clock(
     survivors_lub: VectorTime,
     others_cvv: Iterable[VectorTime],
 ) -> RecoveredClock:
-    """CVV-A = LUB(surviving vts) ⊔ DVV-A ⊔ merged baselines; T = max(own time survived, CVV-L[A] of every
-    other location L, neighbour or not, and `location.seq`, the seq the catalog recorded for A) (DR1).
+    """CVV-A = LUB(surviving vts) ⊔ DVV-A ⊔ merged baselines, an entry merged without events counted only
+    once what A stored under it is back (`with_baseline`, `deletions_known`); T = max(own time survived,
+    CVV-L[A] of every other location L, neighbour or not, and `location.seq`, the seq the catalog recorded
+    for A) (DR1).
 
     The catalog outlives the store, so its seq bounds every seq and origin time A ever assigned: with T at
     least that, A never assigns one again (M3), and no deletion request, logical or pending, reaches an event
     written after the loss. CVV-A[A] is deliberately not raised to T here: event recovery would then drop
     A's own lost events.
     """
-    cvv = with_baseline(location, survivors_lub | location.dvv)
+    cvv = with_baseline(location, survivors_lub | deletions_known(location))
     floor = max([cvv[location.name], location.seq, *(v[location.name] for v in others_cvv)])
     return RecoveredClock(cvv, floor)
 
@@ -130,24 +132,44 @@ def with_baseline(location: Location, cvv: VectorTime) -> VectorTime:
     return cvv.merge({o: b for o, b in location.baseline.to_dict().items() if cvv[o] >= stored[o]})
 
 
+def deletions_known(location: Location) -> VectorTime:
+    """The entries of DVV-A that DR1 takes as known at once after a loss.
+
+    An accepted loss merges the neighbour's DVV into DVV-A too (DR5: other locations must see that A lacks
+    those events, ADD1, DR4), so an entry of DVV-A no larger than a baseline entry with events stored under
+    it may be nothing but that entry's number: it counts through `with_baseline`, once those events are
+    back. What A really deleted below it may then come back from a neighbour: an event stored again, never
+    one lost. An entry larger than the baseline's is A's own deletion, which covers every event of that
+    origin A stored under the entry (they precede the deleted one that raised it: causal order, EM3).
+    """
+    baseline, stored = location.baseline, location.baseline_stored
+    return VectorTime({o: d for o, d in location.dvv.to_dict().items() if d > baseline[o] or stored[o] == 0})
+
+
 def held_back(location: Location, cvv: VectorTime) -> VectorTime:
     """The baseline entries `with_baseline` does not count yet over `cvv` (DR1): per origin, the entry."""
     counted = with_baseline(location, cvv)
     return VectorTime({o: b for o, b in location.baseline.to_dict().items() if counted[o] < b})
 
 
-def baseline_counted(location: Location) -> VectorTime:
-    """The baseline entries A's CVV counts now: all of them, but while A recovers the ones held back
-    (`held_back`). I3 (`log verify`) and a backup's manifest ask this, not the whole baseline."""
+def counted_now(location: Location) -> tuple[VectorTime, VectorTime]:
+    """DVV-A and the baseline as A's CVV counts them now, for I3/I4 (`log verify`) and a backup's manifest:
+    whole, but while A recovers without the entries held back (`with_baseline`, `deletions_known`), which its
+    CVV does not count yet."""
     if location.state is not LocationState.RECOVERING:
-        return location.baseline
-    return VectorTime({o: b for o, b in location.baseline.to_dict().items() if location.cvv[o] >= b})
+        return location.dvv, location.baseline
+    held = {o for o, b in location.baseline.to_dict().items() if location.cvv[o] < b}
+    dvv = location.dvv.to_dict()
+    return (
+        VectorTime({o: d for o, d in dvv.items() if o not in held or d <= location.cvv[o]}),
+        location.baseline.without(held),
+    )
 
 
 def recovery_done(location: Location) -> Location:
     """A as a complete recovery leaves it: every baseline entry counts again (DR1). One still held back
     stands for events no source brought back; the recovery names them lost (`unrecovered`)."""
-    return replace(location, cvv=location.cvv | location.baseline)
+    return replace(location, cvv=location.cvv | location.baseline | location.dvv)
 
 
 def unrecovered(location: Location, cvv: VectorTime) -> dict[str, tuple[int, int]]:
@@ -159,30 +181,24 @@ def unrecovered(location: Location, cvv: VectorTime) -> dict[str, tuple[int, int
 
 
 def merge_accepted(location: Location, merged: VectorTime) -> Location:
-    """DR5 `--accept-loss`: `merged` (what of a neighbour's DVV A lacks) into CVV-A and the baseline, with
-    what A stored of each origin then (`baseline_stored`).
-
-    Not into DVV-A: A deleted none of these events. Merged there, a later loss would count the entry at
-    once (DR1 takes DVV-A as known), over the events A did store under it; the baseline holds it back
-    until they are back (`with_baseline`). I3 counts the baseline as it counted DVV-A.
-    """
+    """DR5 `--accept-loss`: `merged` (what of a neighbour's DVV A lacks) into CVV-A, DVV-A and the baseline,
+    with what A stored of each origin then (`baseline_stored`): a later loss holds the entry back until
+    those events are back (`with_baseline`, `deletions_known`)."""
     stored = location.baseline_stored.merge({o: location.cvv[o] for o in merged})
     return replace(
         location,
         cvv=location.cvv | merged,
+        dvv=location.dvv | merged,
         baseline=location.baseline | merged,
         baseline_stored=stored,
     )
 
 
 def own_not_held(location: Location) -> int:
-    """The own origin times A does not hold by design before a loss: those it deleted (DVV-A[A]) and, when A
-    stored none of its own events under it, an accepted own entry of the baseline. A loss of what is below
-    is not reported lost again (it was when it happened)."""
-    name = location.name
-    if location.baseline_stored[name] <= location.dvv[name]:
-        return max(location.dvv[name], location.baseline[name])
-    return location.dvv[name]
+    """The own origin times A did not hold on purpose before a loss (deleted, or given up): a loss of what
+    is below is not reported again. DVV-A[A] unless it may be an accepted entry with own events stored
+    under it (`deletions_known`): then none, and the report names every own event no one stores."""
+    return deletions_known(location)[location.name]
 
 
 def restored_dvv(location: Location, backup_dvv: VectorTime) -> VectorTime:

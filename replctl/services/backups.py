@@ -244,13 +244,15 @@ def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: 
     """BK1's manifest of the copies in `done`, as of catalog `version`."""
     # created_at keeps microseconds: two backups taken within one second still sort (latest, prune).
     now = datetime.now(UTC)
+    # What its CVV counts (I3, I4), also while A recovers with an entry held back (DR1).
+    dvv, baseline = dr.counted_now(loc)
     return bk.Manifest(
         id=bk.backup_id(loc.name, now, uuid.uuid4().hex[:6]),
         location=loc.name,
         catalog_version=version,
         seq=loc.seq,
         cvv=loc.cvv,
-        dvv=loc.dvv,
+        dvv=dvv,
         deleted_upto=loc.deleted_upto,
         logical_deleted_upto=loc.logical_deleted_upto,
         segments=tuple(
@@ -270,7 +272,7 @@ def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: 
         who=_who(),
         reason=reason,
         segments_reused=sum(1 for p in done if p.source == REUSED),
-        baseline=dr.baseline_counted(loc),  # what its CVV counts (I3), also while A recovers
+        baseline=baseline,
     )
 
 

@@ -501,12 +501,10 @@ def verify(catalog: Catalog, engine: DataPlane, names: list[str]) -> VerifyOutco
                         "message": f"progress({c.target},{n}) = {c.progress} > {n}.seq = {loc.seq}",
                     }
                 )
+        # While A recovers, an entry held back is not in its CVV yet (DR1): I3 and I4 count the rest.
+        dvv, baseline = dr.counted_now(loc)
         found = (
-            # While A recovers, a baseline entry held back is not in its CVV yet (DR1): I3 counts the rest.
-            log_invariants(
-                engine, segments[n], seq=loc.seq, cvv=loc.cvv, dvv=loc.dvv, baseline=dr.baseline_counted(loc)
-            )
-            + found
+            log_invariants(engine, segments[n], seq=loc.seq, cvv=loc.cvv, dvv=dvv, baseline=baseline) + found
         )
         report.append(LogCheck(n, tuple(found)))
     i6 = [v for v in validate_state(state) if not v.warning]

@@ -115,12 +115,12 @@ def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass
     assert rc.json("log", "verify")["ok"]
 
 
-def test_a_current_history_copy_after_an_accepted_loss_holds_every_event_a_stores_add3_dr5(
+def test_a_current_history_copy_after_an_accepted_loss_holds_nothing_its_baseline_covers_add3_cf1(
     rc: Replctl,
 ) -> None:
-    # A keeps a1 through a disaster and accepts the loss of what B deleted (DR5: {A:2} joins CVV-A and A's
-    # baseline, not DVV-A: A deleted nothing). C joins from A with `current` history (ADD3): C merges the
-    # foreign entries of DVV-A, none, so C receives every event A stores, a1 too, by the file copy.
+    # A keeps a1 through a disaster and accepts the loss of what B deleted (DR5: DVV-B = {A:2} joins DVV-A),
+    # so A stores a1 although its DVV covers it. C joins from A with `current` history (ADD3): its baseline
+    # covers a1, so the first pass skips it (CF1) and the file copy, which would hold a1, is not taken.
     for name in "AB":
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")
@@ -131,12 +131,11 @@ def test_a_current_history_copy_after_an_accepted_loss_holds_every_event_a_store
     rc("recover", "location", "A", "--accept-loss")
     rc("replicate")
     assert rc.stored("A") == [("A", 1, "a1"), ("A", 3, "a3")]
-    assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({"A": 3}, {})
     rc("location", "add", "C")
     rc("topology", "add", "A", "C", "--history", "current")
     dry = rc.json("replicate", "A", "C", "--dry-run")["passes"]
     done = rc.json("replicate", "A", "C")["passes"]
-    assert [p["action"] for p in dry] == ["would-copy"]
-    assert [p["action"] for p in done] == ["copied"]
-    assert rc.stored("C") == [("A", 1, "a1"), ("A", 3, "a3")]
+    assert [(p["action"], p["skipped_causal"]) for p in dry] == [("would-run", None)]
+    assert [(p["action"], p["written"], p["skipped_causal"]) for p in done] == [("ran", 1, 1)]
+    assert rc.stored("C") == [("A", 3, "a3")]
     assert rc.json("log", "verify", "A", "C")["ok"]

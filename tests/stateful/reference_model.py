@@ -112,6 +112,15 @@ class Location:
             cvv, {o: b for o, b in self.baseline.items() if cvv.get(o, 0) >= self.baseline_stored.get(o, 0)}
         )
 
+    def deletions_known(self) -> VT:
+        """DR1: the DVV entries known at once; one no larger than an accepted entry with events stored under
+        it may be that entry's number, and counts only through `counted`."""
+        return {
+            o: d
+            for o, d in self.dvv.items()
+            if d > self.baseline.get(o, 0) or self.baseline_stored.get(o, 0) == 0
+        }
+
 
 @dataclass(frozen=True)
 class Backup:
@@ -672,7 +681,7 @@ class ReferenceModel:
         name = loc.name
         # DR1: CVV from the survivors ⊔ DVV ⊔ the baselines (I3), an accepted entry only once what A stored
         # under it is covered again; CVV-A[A] is not raised here.
-        loc.cvv = loc.counted(vt_join(loc.dvv, *(e.stamp for e in loc.events)))
+        loc.cvv = loc.counted(vt_join(loc.deletions_known(), *(e.stamp for e in loc.events)))
         floor = max(
             [loc.seq if recorded_floor else 0, loc.cvv.get(name, 0)]
             + [x.cvv.get(name, 0) for x in self.locations.values() if x.name != name]
@@ -699,7 +708,7 @@ class ReferenceModel:
         # DR0, DR5: while a neighbour's events are still missing (exit 5, cli.md), A is still recovering.
         loc.state = RECOVERING if refused and not accept_loss else ACTIVE
         if loc.state == ACTIVE:
-            loc.cvv = vt_join(loc.cvv, loc.baseline)  # DR1: complete, every baseline entry counts again
+            loc.cvv = vt_join(loc.cvv, loc.baseline, loc.dvv)  # DR1: complete, every entry counts again
         return Outcome(5) if refused and not accept_loss else DONE
 
     # ---- backups (BK1, BK2) ------------------------------------------------------------------------
@@ -744,7 +753,7 @@ class ReferenceModel:
         ):
             return Outcome(3, "BK3")
         loc.events = copy.deepcopy(list(backup.events))
-        # DVV-A keeps the ADD3 baselines merged since the backup: events A never stored.
+        # DVV-A keeps the baselines merged since the backup (ADD3, accepted losses): events A never stored.
         loc.dvv = vt_join(backup.dvv, {k: min(loc.dvv.get(k, 0), v) for k, v in loc.baseline.items()})
         loc.deleted_upto = backup.deleted_upto
         loc.logical_deleted_upto = max(loc.logical_deleted_upto, backup.logical_deleted_upto)
@@ -803,14 +812,12 @@ class ReferenceModel:
 
     @staticmethod
     def _accept(target: Location, lacking: VT) -> None:
-        """DR5 `--accept-loss`: into CVV-A and the baseline, with what A stored of each origin then; not into
-        DVV-A (A deleted none of it)."""
+        """DR5 `--accept-loss`: into CVV-A, DVV-A and the baseline, with what A stored of each origin then."""
         for origin in lacking:
             target.baseline_stored[origin] = max(
                 target.baseline_stored.get(origin, 0), target.cvv.get(origin, 0)
             )
-        target.baseline = vt_join(target.baseline, lacking)
-        target.cvv = vt_join(target.cvv, lacking)
+        ReferenceModel._merge_baseline(target, lacking)
 
     @staticmethod
     def _gives_up(dvv: VT, cvv: VT) -> int:

@@ -21,7 +21,8 @@ from replctl.core.model import (
 )
 from replctl.core.recovery import (
     Source,
-    baseline_counted,
+    counted_now,
+    deletions_known,
     eligible_sources,
     given_up,
     held_back,
@@ -199,9 +200,9 @@ def test_dr3_a_terminal_source_ever_unfiltered_is_read_unfiltered() -> None:
 ACCEPTED = Location("A", cvv=VectorTime({"B": 2}), state=LocationState.RECOVERING)
 
 
-def test_dr5_an_accepted_loss_merges_into_cvv_and_baseline_with_what_a_stored_not_into_dvv() -> None:
+def test_dr5_an_accepted_loss_merges_into_cvv_dvv_and_baseline_with_what_a_stored() -> None:
     after = merge_accepted(ACCEPTED, VectorTime({"B": 4}))
-    assert (after.cvv, after.dvv) == (VectorTime({"B": 4}), VectorTime())
+    assert (after.cvv, after.dvv) == (VectorTime({"B": 4}), VectorTime({"B": 4}))
     assert (after.baseline, after.baseline_stored) == (VectorTime({"B": 4}), VectorTime({"B": 2}))
     # A second accepted loss of the same origin keeps the larger of what A stored then and before.
     again = merge_accepted(replace(after, cvv=VectorTime({"B": 1})), VectorTime({"B": 6}))
@@ -210,7 +211,8 @@ def test_dr5_an_accepted_loss_merges_into_cvv_and_baseline_with_what_a_stored_no
 
 def test_dr1_an_accepted_entry_waits_until_the_events_a_stored_under_it_are_back() -> None:
     accepted = merge_accepted(ACCEPTED, VectorTime({"B": 4}))
-    # A total loss: nothing survived, so B:4 is held back and CF1 does not skip b1, b2 at a neighbour.
+    # A total loss: nothing survived, so B:4 (in DVV-A too) is held back and CF1 does not skip b1, b2.
+    assert deletions_known(accepted) == VectorTime()
     assert recovered_clock(accepted, VectorTime(), []).cvv == VectorTime()
     assert held_back(accepted, VectorTime({"B": 1})) == VectorTime({"B": 4})
     # b1, b2 back: the entry counts again, so a source whose DVV is B:4 is ready (DR4).
@@ -221,6 +223,13 @@ def test_dr1_an_accepted_entry_waits_until_the_events_a_stored_under_it_are_back
     assert recovery_done(replace(accepted, cvv=VectorTime({"B": 1}))).cvv == VectorTime({"B": 4})
 
 
+def test_dr1_a_deletion_beyond_the_accepted_entry_is_known_at_once() -> None:
+    # A deleted an event of B with B:6 after accepting B:4: that deletion covers b1, b2 (they precede it).
+    deleted = replace(merge_accepted(ACCEPTED, VectorTime({"B": 4})), dvv=VectorTime({"B": 6}))
+    assert deletions_known(deleted) == VectorTime({"B": 6})
+    assert recovered_clock(deleted, VectorTime(), []).cvv == VectorTime({"B": 6})
+
+
 def test_dr1_a_baseline_with_nothing_stored_under_it_counts_at_once() -> None:
     # ADD3's history modes, and catalogs from before `baseline_stored`: the entry is known, as always.
     add3 = Location("Y", dvv=VectorTime({"X": 3}), baseline=VectorTime({"X": 3}))
@@ -228,20 +237,21 @@ def test_dr1_a_baseline_with_nothing_stored_under_it_counts_at_once() -> None:
     assert held_back(add3, VectorTime()) == VectorTime()
 
 
-def test_i3_counts_only_the_baseline_entries_a_recovering_cvv_holds() -> None:
+def test_i3_i4_count_only_the_entries_a_recovering_cvv_holds() -> None:
     accepted = merge_accepted(ACCEPTED, VectorTime({"B": 4, "C": 2}))
     recovering_now = replace(accepted, cvv=VectorTime({"C": 2}))
-    assert baseline_counted(recovering_now) == VectorTime({"C": 2})
-    assert baseline_counted(replace(recovering_now, state=LocationState.ACTIVE)) == accepted.baseline
+    assert counted_now(recovering_now) == (VectorTime({"C": 2}), VectorTime({"C": 2}))
+    active = replace(recovering_now, state=LocationState.ACTIVE)
+    assert counted_now(active) == (accepted.dvv, accepted.baseline)
 
 
-def test_dr1_own_events_given_up_count_as_not_held_only_when_a_stored_none_of_its_own_under_them() -> None:
+def test_dr1_own_events_count_as_not_held_unless_an_accepted_entry_covers_own_events_stored() -> None:
     none_stored = merge_accepted(
         Location("A", cvv=VectorTime({"A": 1}), dvv=VectorTime({"A": 1})), VectorTime({"A": 5})
     )
-    assert own_not_held(none_stored) == 5
-    some_stored = merge_accepted(Location("A", cvv=VectorTime({"A": 3})), VectorTime({"A": 5}))
-    assert own_not_held(some_stored) == 0
+    assert own_not_held(none_stored) == 0  # A stored a1 under the entry: every own event is checked
+    deleted_only = Location("A", cvv=VectorTime({"A": 3}), dvv=VectorTime({"A": 3}))
+    assert own_not_held(deleted_only) == 3
 
 
 @given(
