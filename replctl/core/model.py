@@ -64,7 +64,7 @@ class Location:
     baseline: VectorTime = EMPTY
     # Per origin, what the location stored of it when a baseline entry was merged (`--accept-loss`, a parked
     # clock entry): such an entry covers those events by its number alone, so a later loss holds it back
-    # until they are back (core.recovery.held_back).
+    # until they are back (core.recovery.with_baseline).
     baseline_stored: VectorTime = EMPTY
     # RET2: this (retired) location's id was pruned from every vt; new vts leave it out (EM1).
     clock_pruned: bool = False

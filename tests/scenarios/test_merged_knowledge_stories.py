@@ -84,3 +84,87 @@ def test_events_nobody_else_stores_are_named_lost_after_a_total_loss_not_hidden_
     assert rc.keys("A") == []
     assert rc.location("A")["cvv"] == {"B": 4}
     assert rc.json("log", "verify")["ok"]
+
+
+def c_accepted_the_loss_of_b1_b2(rc: Replctl) -> None:
+    """A↔B, B↔C, A↔D; b1, b2 everywhere; B deletes them; C loses them and accepts: C's CVV covers b1, b2,
+    which C does not hold, and its DVV says so (DR5)."""
+    for name in "ABCD":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "C", "--both")
+    rc("topology", "add", "A", "D", "--both")
+    rc.append("B", "b1", "b2")
+    rc("replicate")
+    rc("replicate")
+    rc("delete", "B", "--upto", "2")
+    rc("drill", "disaster", "C", "--from", "1")
+    rc.json("recover", "location", "C", expect=5)
+    accepted = rc.json("recover", "location", "C", "--accept-loss")
+    assert (accepted["accepted"], accepted["lost"]) == (["B"], {"B": [1, 2]})
+    assert (rc.location("C")["cvv"], rc.location("C")["dvv"]) == ({"B": 2}, {"B": 2})
+
+
+def test_a_source_that_accepted_a_loss_waits_until_the_events_it_lacks_came_from_another_source(
+    rc: Replctl,
+) -> None:
+    c_accepted_the_loss_of_b1_b2(rc)
+    rc("topology", "add", "A", "C", "--both")
+    rc("replicate")
+    rc.append("B", "b3")
+    rc("replicate")
+    rc("replicate")
+    assert (rc.keys("A"), rc.keys("C"), rc.keys("D")) == (["b1", "b2", "b3"], ["b3"], ["b1", "b2", "b3"])
+    rc("drill", "disaster", "A", "--from", "1")
+    plan = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A")
+    # DVV-C = {B:2}: C would bring b3 first and CF1 would then skip b1, b2 at D (DR4). D serves first.
+    for report in (plan, doc):
+        assert [r["sources"] for r in report["rounds"]] == [["D"], ["B", "C"]]
+        assert (report["refused"], report["lost"]) == ([], {})
+    assert rc.keys("A") == ["b1", "b2", "b3"]
+
+
+def test_a_new_connection_out_of_a_location_that_accepted_a_loss_waits_for_what_it_lacks_add1(
+    rc: Replctl,
+) -> None:
+    c_accepted_the_loss_of_b1_b2(rc)
+    rc.append("B", "b3")
+    rc("replicate")
+    rc("replicate")
+    rc("location", "add", "Y")
+    rc("topology", "add", "C", "Y")
+    rc("topology", "add", "D", "Y")
+    assert rc.connection("C", "Y")["state"] == "pending"  # DVV-C = {B:2} ≰ CVV-Y (ADD1)
+    rc("replicate")
+    rc("replicate")
+    assert rc.keys("Y") == ["b1", "b2", "b3"]
+    assert rc.connection("C", "Y")["state"] == "active"
+
+
+def test_recoverability_and_the_dry_run_do_not_count_an_accepted_entry_as_events_a_source_brings(
+    rc: Replctl,
+) -> None:
+    c_accepted_the_loss_of_b1_b2(rc)
+    rc("topology", "remove", "A", "D", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc("replicate")
+    rc("delete", "D", "--upto", "2")
+    recoverable = rc.location("A")["recoverable"]
+    assert (recoverable["state"], recoverable["shortfall"]) == ("no", {"B": [1, 2]})
+    rc("drill", "disaster", "A", "--from", "1")
+    plan = rc.json("recover", "location", "A", "--dry-run")
+    doc = rc.json("recover", "location", "A", expect=5)
+    # C's CVV covers b1, b2 through the accepted entry, yet C stores neither: it serves nothing A lacks
+    # (DR4), on paper as in the run; only an accepted loss gives b1, b2 up.
+    for report in (plan, doc):
+        assert report["rounds"] == []
+        assert [(r["source"], r["rule"], r["missing"]) for r in report["refused"]] == [
+            ("B", "DR4", {"B": [1, 2]}),
+            ("C", "DR4", {"B": [1, 2]}),
+        ]
+    assert rc.keys("A") == []
+    accepted = rc.json("recover", "location", "A", "--accept-loss")
+    # Both give up b1, b2: B first (by name); then neither DVV exceeds A's CVV and both serve (DR4).
+    assert (accepted["accepted"], accepted["lost"]) == (["B"], {"B": [1, 2]})
+    assert [r["sources"] for r in accepted["rounds"]] == [["B", "C"]]
