@@ -89,6 +89,11 @@ class BackupStore:
         """True for a store worked on with the local file system (a path or `file://`)."""
         return self._fs is None
 
+    @property
+    def place(self) -> str:
+        """Where the store is, for `replctl.storeroots`: a local root's absolute folder, else the URI as given."""
+        return str(self.root) if self._fs is None else self.uri
+
     def _segment(self, path: str) -> Path:
         return self.root.joinpath("segments", *path.split("/"))
 

@@ -26,6 +26,10 @@ class LogBackups:
         self._reader = reader
         self._copies: Engine | None = None
 
+    def roots(self) -> tuple[str, str]:
+        """(backup store, log store): where each is (`place`)."""
+        return self.backups.place, self.live.place
+
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every complete backup, oldest first; only `location`'s when given."""
         return self.backups.manifests(location)

@@ -41,7 +41,10 @@ def create(
         list[str] | None, typer.Argument(help="Locations (default: every active one).")
     ] = None,
     to: Annotated[
-        str | None, typer.Option("--to", metavar="URI", help="Backup store (default: backup_store).")
+        str | None,
+        typer.Option(
+            "--to", metavar="URI", help="Backup store, apart from the log store (default: backup_store)."
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show which segments would be copied or reused; copy nothing.")

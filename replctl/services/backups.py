@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
 from replctl.services.topology_state import load_state
+from replctl.storeroots import apart_from, overlap, root_of
 
 # Segment copies made side by side. Four whatever the cores: a copy is a kernel copy and an fsync (BK1), so it
 # mostly waits for the disk, which takes several flushes at once; beyond four the disk, not the CPU, is the limit.
@@ -58,8 +60,18 @@ def create(
     Each location's backup is its own operation: one that cannot be made now (its log is damaged, DR0, or
     another operation holds it) is listed under `refused` with its error while the others are made, and the
     outcome is marked `incomplete` (exit 5). When no backup could be made, that one location's error stands
-    (exit 4 for a damaged log), as for a single named location.
+    (exit 4 for a damaged log), as for a single named location. A backup store that overlaps the log store
+    is refused before all that (exit 2, `check_apart`).
     """
+    again = " ".join(["replctl backup create", *names])
+    check_apart(
+        backups,
+        "BK1",
+        "nothing was written",
+        lambda other: (
+            f"back up apart from the log store: {again} --to {other}; set backup_store there to keep it"
+        ),
+    )
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
@@ -78,6 +90,41 @@ def create(
         raise refused[0][1]
     return BackupsMade(
         dry_run, tuple(made), tuple({"location": name, "error": exc.to_json()} for name, exc in refused)
+    )
+
+
+def check_apart(
+    backups: BackupStore, rule: str, unchanged: str, fix: Callable[[str], str] | None = None
+) -> None:
+    """Refuse (exit 2, `store-overlap`) a backup store that overlaps the log store it backs up: the same
+    folder, one inside it, or one holding it (`replctl.storeroots`).
+
+    Every command that writes to the backup store or restores from it calls this first, so that a refusal
+    reads, writes and journals nothing, and a dry run refuses as the run does. `rule` is the rule the command
+    serves (BK1 for a backup or a prune, BK2 for a restore), `unchanged` what the message says was left
+    alone, `fix` the hint given a folder apart from the log store (default: move the backups there).
+    """
+    backup_root, log_root = backups.roots()
+    ours, logs = root_of(backup_root), root_of(log_root)
+    how = overlap(ours, logs)
+    if how is None:
+        return
+    beside = apart_from(logs)
+    other = str(beside) if beside is not None else f"a folder outside {logs}"
+    raise InvalidInput(
+        f"invalid backup store [{rule}]: the backup store {ours} {how.value} the log store {logs}; backups "
+        f"must lie apart from the logs, where recovery, compaction and drills cannot remove or misread them; "
+        f"{unchanged}",
+        code="store-overlap",
+        hint=(fix or _move_backups)(other),
+    )
+
+
+def _move_backups(other: str) -> str:
+    # No command takes a backup store but `backup create --to`: a restore or a prune reads backup_store.
+    return (
+        f"move the backups to {other}, apart from the log store, and set backup_store "
+        "(or REPLCTL_BACKUP_STORE) there"
     )
 
 
@@ -404,11 +451,13 @@ def prune(
 
     One journalled operation holding the backups' lease of every location it may touch (BK1): a backup being
     made reuses files that only its earlier manifests name until its own manifest is written, and a restore
-    reads its backup's files; neither may lose one to a prune meanwhile."""
+    reads its backup's files; neither may lose one to a prune meanwhile. A backup store that overlaps the log
+    store is refused first (exit 2, `check_apart`): its files may be the logs'."""
     if (keep_last is None) == (older_than is None):
         raise InvalidInput("give exactly one of --keep-last N or --older-than DURATION", code="usage")
     if keep_last is not None and keep_last < 0:
         raise InvalidInput(f"--keep-last takes N ≥ 0, got {keep_last}", code="bad-number")
+    check_apart(backups, "BK1", "nothing was removed")
     age = parse_age(older_than) if older_than is not None else None
     touched = sorted({m.location for m in backups.manifests() if location in (None, m.location)})
 

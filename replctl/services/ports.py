@@ -499,6 +499,11 @@ class BackupStore(Protocol):
     """The backup store (rules.md BK1) of one log store: manifests, and the segment copies it makes from that
     log store and copies back into it (BK2). Paths are the log store's relative segment paths."""
 
+    def roots(self) -> tuple[str, str]:
+        """Where the backup store and the log store it backs up are, as `replctl.storeroots.root_of` takes
+        them: (backup store, log store)."""
+        ...
+
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every complete backup (one with a manifest), oldest first; only `location`'s when given."""
         ...

@@ -42,7 +42,9 @@ def restore(
     dry_run: bool = False,
 ) -> dr.RecoveryOutcome:
     """BK2: A's log becomes exactly the backup's events, then DR1–DR5. Another location's backup exits 2; a
-    missing or damaged one exits 6; both before anything changes."""
+    missing or damaged one exits 6; a backup store overlapping the log store exits 2; all before anything
+    changes."""
+    backup_service.check_apart(backups, "BK2", "nothing was changed")
     with catalog.transaction(readonly=True) as tx:
         loc = get_location(tx, name)
         if loc.retired:

@@ -20,10 +20,15 @@ from replctl.errors import EnvironmentFailure
 class FakeBackupStore:
     """Backups of the fake log store `live`: manifests by id and segment copies in a store of their own."""
 
-    def __init__(self, live: FakeStore) -> None:
+    def __init__(self, live: FakeStore, roots: tuple[str, str] = ("mem://backups", "mem://logs")) -> None:
         self.live = live
+        self._roots = roots
         self.held = FakeStore()
         self.written: dict[str, Manifest] = {}
+
+    def roots(self) -> tuple[str, str]:
+        """(backup store, log store) as given: in memory they are apart unless a test says otherwise."""
+        return self._roots
 
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every backup with a manifest, oldest first; only `location`'s when given."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -452,6 +453,40 @@ def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: R
     rc("drill", "disaster", "B", "--from", "1")
     doc = rc.json("recover", "location", "B", "--from-backup", made["id"])
     assert (doc["backup"], doc["refused"]) == (made["id"], [])
+    assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_a_backup_store_in_the_log_store_is_refused_and_the_hinted_one_backs_up_and_restores(
+    rc: Replctl,
+) -> None:
+    # BK1/BK2: a backup store inside the log store would look like a location's log there; it is refused
+    # before anything is written, and the folder the hint names is the one to use.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    files = sorted(p.relative_to(rc.store) for p in rc.store.rglob("*"))
+    ops = rc.json("ops", "list")["operations"]
+    doc = rc.json("backup", "create", "B", "--to", str(rc.store / "bk"), expect=2)
+    assert (doc["error"]["code"], doc["error"]["hint"]) == (
+        "store-overlap",
+        f"back up apart from the log store: replctl backup create B --to {rc.root / 'backups'}; "
+        "set backup_store there to keep it",
+    )
+    assert sorted(p.relative_to(rc.store) for p in rc.store.rglob("*")) == files
+    assert rc.json("ops", "list")["operations"] == ops
+    made = rc.json("backup", "create", "B", "--to", str(rc.root / "backups"))["backups"][0]
+    rc("drill", "disaster", "B", "--from", "1")
+    # The same backups copied into the log store are not restored from: the restore changes nothing.
+    shutil.copytree(rc.root / "backups", rc.store / "bk")
+    rc.env["REPLCTL_BACKUP_STORE"] = str(rc.store / "bk")
+    before = {**rc.snapshot(), "ops": rc.json("ops", "list")["operations"]}
+    doc = rc.json("recover", "location", "B", "--from-backup", made["id"], expect=2)
+    assert doc["error"]["code"] == "store-overlap"
+    assert {**rc.snapshot(), "ops": rc.json("ops", "list")["operations"]} == before
+    shutil.rmtree(rc.store / "bk")
+    rc.env["REPLCTL_BACKUP_STORE"] = str(rc.root / "backups")
+    assert rc.json("recover", "location", "B", "--from-backup", made["id"])["backup"] == made["id"]
     assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
     assert rc.json("log", "verify")["ok"]
 

@@ -57,6 +57,12 @@ class LogStore:
         """True for a store on the local file system (plain path or `file://`)."""
         return self._local is not None
 
+    @property
+    def place(self) -> str:
+        """Where the store is, for `replctl.storeroots`: a local root's absolute folder (decoded, never a URI
+        whose `%` could be read twice), else the URI as given."""
+        return self.root if self._local is None else str(self._local)
+
     def new_segment_path(self, location: str, first_seq: int) -> str:
         """A fresh relative path for a segment whose first event has seq `first_seq`."""
         _check_location(location)
