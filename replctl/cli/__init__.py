@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 
 from replctl import __version__
 from replctl.cli.boundary import COMMAND_ARGV
+from replctl.cli.closedpipe import closed_pipe_exits
 from replctl.cli.context import AppContext
 from replctl.cli.helpwords import speak_in_words
 from replctl.cli.output import emit_error, set_notation, set_quiet
@@ -104,7 +105,23 @@ class RootGroup(TyperGroup):
         Click prints usage errors as text on stderr before any command runs; a runbook that parses stdout
         would find nothing. So with --json the group runs non-standalone and turns them into the contract's
         error document itself.
+
+        A closed stdout or stderr (`replctl ... | head`) ends any invocation quietly with exit 141
+        (`cli.closedpipe`): here, and in `parse_args` (the root's --help and --version) and `invoke` (every
+        sub-command), where Click's own handling would otherwise make it exit 1.
         """
+        with closed_pipe_exits():
+            return self._main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+
+    def _main(
+        self,
+        args: Sequence[str] | None,
+        prog_name: str | None,
+        complete_var: str | None,
+        standalone_mode: bool,
+        windows_expand_args: bool,
+        **extra: Any,
+    ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         speak_in_words(self)  # help in words, not Python types (issue 18)
         set_notation(wanted_output(argv))  # a usage error under --output yaml is a YAML document too
@@ -137,7 +154,13 @@ class RootGroup(TyperGroup):
         lifted, rest = split_global_options(list(args))
         # The sub-command as typed: what --plan-out records as the plan's command (cli.boundary).
         ctx.meta[COMMAND_ARGV] = rest
-        return super().parse_args(ctx, lifted + rest)
+        with closed_pipe_exits():
+            return super().parse_args(ctx, lifted + rest)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the sub-command; a closed pipe exits 141 (`cli.closedpipe`), where Click would exit 1."""
+        with closed_pipe_exits():
+            return super().invoke(ctx)
 
 
 app = typer.Typer(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from replctl.cli.closedpipe import CLOSED_PIPE_EXIT, is_closed_pipe
 from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.interrupt import (
@@ -226,6 +227,10 @@ def run(
         code = _interrupted(app_ctx, interrupted_outside_an_operation())
     except Interrupted as exc:
         code = _interrupted(app_ctx, exc)
+    except OSError as exc:
+        if is_closed_pipe(exc):  # the -v line says so; the root group ends the command (cli.closedpipe)
+            code = CLOSED_PIPE_EXIT
+        raise
     finally:
         app_ctx.close()
         if app_ctx.verbose:
@@ -278,6 +283,8 @@ def _run(
     except (KeyboardInterrupt, typer.Exit, typer.Abort):
         raise
     except Exception as exc:  # a bug: say so plainly, keep the traceback for the report
+        if is_closed_pipe(exc):  # not a bug: the reader of the output went away (cli.closedpipe)
+            raise
         # A bug's text is a foreign one: it may quote a URL or a setting, so it is masked like any error.
         if app_ctx.json:
             emit_json(

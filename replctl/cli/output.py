@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from replctl.cli.closedpipe import PipeConsole
 from replctl.errors import ReplctlError
 
 
@@ -34,14 +35,14 @@ def set_quiet(quiet: bool) -> None:
 
 def stdout() -> Console:
     """A console on the current stdout (CliRunner swaps sys.stdout per invocation); silent under -q."""
-    return Console(
+    return PipeConsole(
         file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout), quiet=_QUIET.get()
     )
 
 
 def stderr() -> Console:
     """A console on stderr, for progress and warnings in text mode; silent under -q."""
-    return Console(file=sys.stderr, highlight=False, soft_wrap=False, quiet=_QUIET.get())
+    return PipeConsole(file=sys.stderr, highlight=False, soft_wrap=False, quiet=_QUIET.get())
 
 
 def _utc(moment: datetime) -> datetime:
