@@ -223,7 +223,8 @@ def prune(
 
 @dataclass(frozen=True)
 class Recoverability:
-    """BK3 for one location: `yes`, `no` with the shortfall, or `unknown` (a filtered terminal source)."""
+    """BK3 for one location: `yes`, `no` with the shortfall, or `unknown` (a filtered terminal source, or a
+    terminal location whose connection out was ever filtered)."""
 
     location: str
     state: str  # yes | no | unknown
@@ -249,21 +250,28 @@ def recoverability(
 ) -> Recoverability:
     """BK3: from V0 = CVV of the newest backup ⊔ A's baseline, DR4's rounds on paper over A's eligible
     sources (DR3) with their current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered
-    terminal source makes the answer depend on event contents: `unknown`, never a guess."""
+    terminal source, or own events after the backup behind a connection out that was ever filtered, make the
+    answer depend on event contents: `unknown`, never a guess."""
     name = location.name
     sources, _ = dr.eligible_sources(state, name, connections, dr.any_filter)
     backup_id_ = backup.id if backup else None
     if any(s.filter is not None for s in sources):
         return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
+    # A loss keeps the baseline (permanent knowledge, e.g. ADD3 `current`'s history not held by design):
+    # the recovery counts it as DR1 does (an entry over events A stored waits until they are back), so
+    # it is part of V0 and of every round's vector; without it a source whose DVV the baseline covers
+    # would fail DR4 on paper only.
+    start = dr.with_baseline(location, backup.cvv if backup else EMPTY)
+    if start[name] < location.cvv[name] and any((name, s.name) in state.ever_filtered for s in sources):
+        # A terminal location's own events that A→N's filter ever left out are stored only at A (and in a
+        # backup), yet CVV-N covers them once a later own event passes (EM1): whether the ones after the
+        # backup are any depends on their contents.
+        return Recoverability(name, "unknown", backup_id_, reason=f"{name}'s own events a filter kept (DR3)")
     vector = dr.plan_rounds(
         sources,
         {n: loc.dvv for n, loc in locations.items()},
         {n: loc.cvv for n, loc in locations.items()},
-        # A loss keeps the baseline (permanent knowledge, e.g. ADD3 `current`'s history not held by design):
-        # the recovery counts it as DR1 does (an entry over events A stored waits until they are back), so
-        # it is part of V0 and of every round's vector; without it a source whose DVV the baseline covers
-        # would fail DR4 on paper only.
-        dr.with_baseline(location, backup.cvv if backup else EMPTY),
+        start,
         name,
         counted=partial(dr.with_baseline, location),
     ).vector

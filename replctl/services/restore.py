@@ -41,7 +41,7 @@ def restore(
     reason: str | None = None,
     dry_run: bool = False,
 ) -> dr.RecoveryOutcome:
-    """BK2: A's log becomes exactly the backup's events, then DR1–DR5. Another location's backup exits 2; a
+    """BK2: A's log becomes exactly the backup's events, then DR1–DR5. Another location's backup exits 3; a
     missing or damaged one exits 6; a backup store overlapping the log store exits 2; all before anything
     changes."""
     backup_service.check_apart(backups, "BK2", "nothing was changed")

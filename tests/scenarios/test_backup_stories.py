@@ -1015,3 +1015,26 @@ def test_a_deletion_asked_with_require_recoverable_keeps_bk4_for_its_waiting_par
     [done] = rc.json("replicate")["deletions"]
     assert (done["pending"], done["deleted_upto"], done["makes_unrecoverable"]) == (False, 1, [])
     assert rc.stored("A") == [("A", 2, "a2")] and rc.json("status")["pending_deletions"] == []
+
+
+def test_own_events_a_filter_kept_at_a_make_recoverability_unknown_until_a_backup_holds_them(
+    rc: Replctl,
+) -> None:
+    # BK3 (DR3): A terminal, A→N passes only x%. N's CVV covers y1 (A:1) through x1's vt, yet only A stores
+    # y1: BK3 once said `yes`, and the recovery then lost y1 (named, exit 0).
+    rc("location", "add", "A")
+    rc("location", "add", "N")
+    rc("topology", "add", "A", "N", "--filter", "key like 'x%'")
+    rc("topology", "add", "N", "A")
+    rc.append("A", "y1", "x1")
+    rc("replicate")
+    assert rc.stored("N") == [("A", 2, "x1")]
+    assert rc.location("A")["recoverable"] == {"state": "unknown", "backup": None, "shortfall": {}}
+    made = rc.json("backup", "create", "A")["backups"]
+    assert rc.location("A")["recoverable"] == {"state": "yes", "backup": made[0]["id"], "shortfall": {}}
+    rc.append("A", "y2")
+    assert rc.location("A")["recoverable"]["state"] == "unknown"  # y2 is after the backup
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    doc = rc.json("recover", "location", "A", "--from-backup", "latest")
+    assert doc["lost"] == {"A": [3, 3]}
+    assert rc.stored("A") == [("A", 1, "y1"), ("A", 2, "x1")]

@@ -148,6 +148,25 @@ def test_bk3_a_filtered_terminal_source_makes_the_answer_unknown() -> None:
     assert (got.state, got.shortfall) == ("unknown", {})
 
 
+def test_bk3_own_events_behind_a_filtered_connection_out_make_the_answer_unknown_until_backed_up() -> None:
+    # A terminal, A→B filtered once (cleared since): B's CVV covers A:1 through A:2's vt, yet A:1 may be one
+    # the filter left out.
+    state = both_ways(("A", "B"), filtered=("A", "B"))
+    a = Location("A", seq=2, cvv=VectorTime({"A": 2}))
+    b = Location("B", cvv=VectorTime({"A": 2}))
+    locations = {"A": a, "B": b}
+    bare = recoverability(state, a, conns(("A", "B")), locations, None)
+    assert (bare.state, bare.shortfall) == ("unknown", {})
+    stale = recoverability(state, a, conns(("A", "B")), locations, manifest("A-0", "A", T0, {"A": 1}))
+    assert (stale.state, stale.backup) == ("unknown", "A-0")
+    # A backup holding every own event leaves nothing that depends on the filter: B brings the rest.
+    fixed = recoverability(state, a, conns(("A", "B")), locations, manifest("A-1", "A", T0, {"A": 2}))
+    assert (fixed.state, fixed.backup, fixed.shortfall) == ("yes", "A-1", {})
+    # B's side is unaffected: A→B now passes everything, and A stores every event B holds.
+    b_side = recoverability(state, b, conns(("A", "B")), locations, None)
+    assert b_side.state == "yes"
+
+
 def test_bk3_for_every_active_location_from_its_newest_backup() -> None:
     state = both_ways(("A", "B"))
     a = Location("A", cvv=VectorTime({"A": 2}), dvv=VectorTime({"A": 2}))
