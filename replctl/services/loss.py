@@ -115,8 +115,12 @@ def report_lost(
     whether all came back (`unproven_origins`): None too."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).
     refused = {r["source"] for r in doc["refused"]} | set(doc["accepted"])
-    held = [x.cvv for x in tx.locations() if x.name in refused]
-    lost: dict[str, Any] = {o: list(r) for o, r in bk.shortfall(before, reached.merge(*held)).items()}
+    # Such a neighbour stores only what it has not deleted: per origin the times above its DVV up to its CVV
+    # (EM3: an origin's events are stored in origin-time order, so a deleted prefix holds the low ones).
+    held = [(x.dvv, x.cvv) for x in tx.locations() if x.name in refused]
+    lost: dict[str, Any] = {
+        o: [gaps[0][0], gaps[-1][1]] for o, gaps in loss.unrecovered(before, reached, held).items()
+    }
     lost.update(loss.with_given_up(lost, given_up or {}, before))
     lost.pop(name, None)
     if planned:

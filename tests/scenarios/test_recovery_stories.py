@@ -464,6 +464,19 @@ def test_a_history_merge_into_a_recovering_location_is_refused_dr0_so_recovery_g
 A3_TO_A6 = [("A", 3, "a3"), ("A", 4, "a4"), ("A", 5, "a5"), ("A", 6, "a6")]
 
 
+def test_an_incomplete_recovery_names_lost_what_the_refused_neighbour_deleted_dry_run_and_run(
+    rc: Replctl,
+) -> None:
+    """DR5: B, refused by DR4, deleted A:1..2, which Y held: no later `recover` gets them from B, and no other
+    neighbour of Y holds them, so they are lost for good before any loss is accepted. Before, `lost` counted
+    B's whole CVV as held and said `{}`."""
+    y_between_b_and_n(rc, with_n=False)
+    planned = rc.json("recover", "location", "Y", "--dry-run")
+    doc = rc("recover", "location", "Y", "--json", expect=5).doc
+    assert (planned["lost"], doc["lost"]) == ({"A": [1, 2]}, {"A": [1, 2]})
+    assert [(r["source"], r["rule"]) for r in doc["refused"]] == [("B", "DR4")]
+
+
 @pytest.mark.parametrize("with_n", [True, False], ids=["N refused by DR3 too", "B alone"])
 def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_names_it_lost(
     rc: Replctl, with_n: bool
