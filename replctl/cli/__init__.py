@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from replctl import __version__
 from replctl.cli.boundary import COMMAND_ARGV
 from replctl.cli.closedpipe import closed_pipe_exits
+from replctl.cli.commandtable import COMMANDS, CommandTable
 from replctl.cli.context import AppContext
 from replctl.cli.helpwords import speak_in_words
 from replctl.cli.output import emit_error, set_notation, set_quiet
@@ -89,7 +90,12 @@ def wants_json(args: list[str]) -> bool:
 
 
 class RootGroup(TyperGroup):
-    """The root group: accepts global options after the sub-command too."""
+    """The root group: accepts global options after the sub-command too, and builds a sub-command only when it
+    is asked for (`cli.commandtable`)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = CommandTable(COMMANDS, self.commands)
 
     def main(
         self,
@@ -123,7 +129,8 @@ class RootGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        speak_in_words(self)  # help in words, not Python types (issue 18)
+        # Help in words, not Python types (issue 18); each sub-command gets it as it is built (`commandtable`).
+        speak_in_words(self, deep=False)
         set_notation(wanted_output(argv))  # a usage error under --output yaml is a YAML document too
         if not standalone_mode or not wants_json(argv):
             return super().main(argv, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
@@ -263,34 +270,6 @@ def root(
         quiet=quiet,
         verbose=verbose and not quiet,
     )
-
-
-def _register() -> None:
-    from replctl.cli import delete, demo, drill, location, log, ops, recover, replicate, setup, topology
-
-    setup.register(app)
-    app.add_typer(location.app, name="location")
-    app.add_typer(topology.app, name="topology")
-    # The data-plane nouns, one module each, in the order `replctl --help` lists them.
-    for noun in (log, replicate, delete, recover, drill):
-        noun.register(app)
-    app.add_typer(ops.app, name="ops")
-    from replctl.cli import backup
-
-    app.add_typer(backup.app, name="backup")
-    app.command("demo")(demo.demo)
-    from replctl.cli import apply
-
-    app.command("apply")(apply.apply)
-    from replctl.cli import report
-
-    report.register(app)
-    from replctl.cli import engine
-
-    app.add_typer(engine.app, name="engine")
-
-
-_register()
 
 
 def main() -> None:

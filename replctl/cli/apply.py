@@ -182,3 +182,8 @@ def _invoke(
     except typer.Exit as done:
         return done.exit_code
     return 0
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `apply` to the root app."""
+    root.command("apply")(apply)

@@ -239,3 +239,8 @@ def prune(
         return f"remove {len(preview.removed)} backup(s) for good?"
 
     run(ctx, action, render, effect=Effect.OPERATION, question=question)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `backup` to the root app."""
+    root.add_typer(app, name="backup")

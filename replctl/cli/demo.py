@@ -236,3 +236,8 @@ def _quietly(base: list[str], folder: Path) -> None:
             raise typer.Exit(1)
     emit_json({"ok": True, "dir": str(folder), "steps": steps})
     raise typer.Exit(0)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `demo` to the root app."""
+    root.command("demo")(demo)

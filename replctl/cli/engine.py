@@ -93,3 +93,8 @@ def stop(ctx: typer.Context) -> None:
         stdout().print(f"engine at {out.address} stopped" if out.stopped else "no engine was up")
 
     run(ctx, action, render)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `engine` to the root app."""
+    root.add_typer(app, name="engine")

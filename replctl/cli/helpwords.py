@@ -79,8 +79,8 @@ class WordGroup(TyperGroup):
         return uncoerced_help(super().get_help_option(ctx))
 
 
-def speak_in_words(command: Any) -> None:
-    """Give every parameter of `command` and of its sub-commands the help display above (idempotent)."""
+def speak_in_words(command: Any, *, deep: bool = True) -> None:
+    """Give every parameter of `command` and (`deep`) of its sub-commands the help display above (idempotent)."""
     for param in getattr(command, "params", ()):
         if type(param) is TyperArgument:
             if param.metavar is None:
@@ -94,5 +94,5 @@ def speak_in_words(command: Any) -> None:
         command.__class__ = WordCommand
     elif type(command) is TyperGroup:
         command.__class__ = WordGroup
-    for sub in (getattr(command, "commands", None) or {}).values():
+    for sub in (getattr(command, "commands", None) or {}).values() if deep else ():
         speak_in_words(sub)

@@ -180,3 +180,8 @@ def retire(
 
 
 __all__ = ["app"]
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `location` to the root app."""
+    root.add_typer(app, name="location")

@@ -86,3 +86,8 @@ def _error_text(error: Any) -> str:
         return f"error: {value_text(error)}"
     text = f"error [{value_text(error.get('code'))}]: {value_text(error.get('message'))}"
     return text + (f"\nhint: {value_text(error['hint'])}" if error.get("hint") else "")
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `ops` to the root app."""
+    root.add_typer(app, name="ops")

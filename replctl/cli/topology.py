@@ -248,3 +248,8 @@ def validate(ctx: typer.Context) -> None:
             )
 
     run(ctx, action, render)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach `topology` to the root app."""
+    root.add_typer(app, name="topology")

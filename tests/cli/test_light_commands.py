@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from replctl.cli.commandtable import COMMANDS, build
+
 PROBE = """
 import atexit, json, os, sys
 from replctl.cli import main
@@ -164,3 +166,33 @@ def test_a_small_append_writes_its_segment_without_a_jvm(env: dict[str, str]) ->
     assert [(e["seq"], e["key"], e["vt"]) for e in json.loads(shown.stdout)["events"]] == [
         (i + 1, f"k{i}", {"A": i + 1}) for i in range(10)
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "own"),
+    [(["status"], "setup"), (["topology", "validate"], "topology"), (["location", "list"], "location")],
+)
+def test_a_command_imports_no_other_commands_module(args: list[str], own: str, env: dict[str, str]) -> None:
+    # cli.commandtable: a command's module loads when that command runs, not with every other command.
+    others = sorted({f"replctl.cli.{m}" for m in COMMANDS.values()} - {f"replctl.cli.{own}"})
+    assert loaded(args, {**env, "PROBE_MODULES": " ".join(others)}) == dict.fromkeys(others, False)
+
+
+def test_the_command_table_names_each_command_where_its_module_registers_it() -> None:
+    # A command added to a module but not to the table would be missing from `replctl`; one in the table that
+    # its module does not register would fail only when typed.
+    for module in sorted(set(COMMANDS.values())):
+        assert sorted(build(module)) == sorted(n for n, m in COMMANDS.items() if m == module), module
+
+
+def test_help_lists_every_command_in_the_tables_order(env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "replctl", "--help"],
+        env={**env, "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    listed = done.stdout.split("Commands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed if line.strip()] == list(COMMANDS)
