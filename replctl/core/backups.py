@@ -251,12 +251,11 @@ def recoverability(
     """BK3: from V0 = CVV of the newest backup ⊔ A's baseline, DR4's rounds on paper over A's eligible
     sources (DR3) with their current DVVs and CVVs; recoverable iff the final vector ≥ CVV-A. A filtered
     terminal source, or own events after the backup behind a connection out that was ever filtered, make the
-    answer depend on event contents: `unknown`, never a guess."""
+    answer depend on event contents: `unknown`, never a guess; but own events such a source certainly lacks
+    make it `no`, with those as the shortfall."""
     name = location.name
     sources, _ = dr.eligible_sources(state, name, connections, dr.any_filter)
     backup_id_ = backup.id if backup else None
-    if any(s.filter is not None for s in sources):
-        return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
     # A loss keeps the baseline (permanent knowledge, e.g. ADD3 `current`'s history not held by design):
     # the recovery counts it as DR1 does (an entry over events A stored waits until they are back), so
     # it is part of V0 and of every round's vector; without it a source whose DVV the baseline covers
@@ -275,6 +274,14 @@ def recoverability(
         name,
         counted=partial(dr.with_baseline, location),
     ).vector
+    if any(s.filter is not None for s in sources):
+        # What a filtered terminal source brings of other origins depends on their contents; its own part
+        # (`origin = A`, every own event it stores, none filtered out above) is exact: a shortfall there is
+        # certain, the rest unknown.
+        own = shortfall(VectorTime({name: location.cvv[name]}), vector)
+        if own:
+            return Recoverability(name, "no", backup_id_, shortfall=own, reason="and other origins unknown")
+        return Recoverability(name, "unknown", backup_id_, reason="a filtered terminal source (DR3)")
     if location.cvv <= vector:
         return Recoverability(name, "yes", backup_id_)
     return Recoverability(name, "no", backup_id_, shortfall=shortfall(location.cvv, vector))

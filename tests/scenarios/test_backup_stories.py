@@ -1038,3 +1038,15 @@ def test_own_events_a_filter_kept_at_a_make_recoverability_unknown_until_a_backu
     doc = rc.json("recover", "location", "A", "--from-backup", "latest")
     assert doc["lost"] == {"A": [3, 3]}
     assert rc.stored("A") == [("A", 1, "y1"), ("A", 2, "x1")]
+
+
+def test_own_events_behind_only_a_filtered_connection_in_make_recoverability_no(rc: Replctl) -> None:
+    # BK3: A's only connection is B→A, filtered. a1 never left A, whatever the filter passes: `no`, with A's
+    # own part as the shortfall (once `unknown`, which a deletion guard cannot act on).
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "B", "A", "--filter", "key = 'k'")
+    rc.append("A", "a1")
+    assert rc.location("A")["recoverable"] == {"state": "no", "backup": None, "shortfall": {"A": [1, 1]}}
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    assert rc.json("recover", "location", "A")["lost"] == {"A": [1, 1]}

@@ -167,6 +167,22 @@ def test_bk3_own_events_behind_a_filtered_connection_out_make_the_answer_unknown
     assert b_side.state == "yes"
 
 
+def test_bk3_own_events_a_filtered_terminal_source_lacks_make_the_answer_no_not_unknown() -> None:
+    # A's only connection is B→A, filtered: a1, a2 never left A, whatever the filter passes of B's events.
+    state = fold([Change(ChangeKind.CONNECTION_ADDED, source="B", target="A", filter="key = 'k'")])
+    connections = {
+        ("B", "A"): Connection("B", "A", ConnectionState.ACTIVE, filter="key = 'k'", ever_filtered=True)
+    }
+    a = Location("A", seq=3, cvv=VectorTime({"A": 3, "B": 1}))
+    b = Location("B", seq=1, cvv=VectorTime({"B": 1}))
+    locations = {"A": a, "B": b}
+    bare = recoverability(state, a, connections, locations, None)
+    assert (bare.state, bare.shortfall) == ("no", {"A": (1, 3)})
+    # Once a backup holds every own event, only B's part is left, and that depends on the filter.
+    held = recoverability(state, a, connections, locations, manifest("A-1", "A", T0, {"A": 3}))
+    assert (held.state, held.backup, held.shortfall) == ("unknown", "A-1", {})
+
+
 def test_bk3_for_every_active_location_from_its_newest_backup() -> None:
     state = both_ways(("A", "B"))
     a = Location("A", cvv=VectorTime({"A": 2}), dvv=VectorTime({"A": 2}))
