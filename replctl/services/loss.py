@@ -303,8 +303,9 @@ def _planned(
         cvv = locations[other].cvv
         # A DR3 refusal never lifts: what such a neighbour holds of A's own events never comes back
         # (`lasting_holders`); its foreign events may, once its loss is accepted (DR5).
+        # It holds only what it has not deleted: above its DVV, as `report_lost` counts it.
         lasting = not any(r.source == other and r.rule == "DR3" for r in refused)
-        brought.append((VectorTime(), cvv if lasting else cvv.without([name])))
+        brought.append((locations[other].dvv, cvv if lasting else cvv.without([name])))
     return brought
 
 

@@ -1050,3 +1050,34 @@ def test_own_events_behind_only_a_filtered_connection_in_make_recoverability_no(
     assert rc.location("A")["recoverable"] == {"state": "no", "backup": None, "shortfall": {"A": [1, 1]}}
     rc("drill", "disaster", "A", "--from", "1", "--yes")
     assert rc.json("recover", "location", "A")["lost"] == {"A": [1, 1]}
+
+
+def test_a_plain_recovery_is_refused_when_only_the_backup_holds_what_the_refused_neighbour_deleted(
+    rc: Replctl,
+) -> None:
+    # BK3: N deleted n1..n3 (A held them), A is backed up, then loses everything. N, refused by DR4, holds
+    # nothing of N:1..3 any more: the plain recovery would lose them, the backup holds them. Before, N's
+    # whole CVV was counted as held: the recovery went on, named them lost for good and hinted at
+    # `--accept-loss`, which would have given up what the backup holds.
+    for name in ("A", "N"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "N", "--both")
+    rc.append("N", "n1", "n2", "n3")
+    rc("replicate")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    rc("delete", "N", "--upto", "3")
+    assert rc.keys("N") == []
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    before = rc.snapshot()
+    refusal = {
+        "code": "BK3",
+        "message": f"refused [BK3]: recover location A would lose N: 1..3, which backup {made} holds; "
+        "nothing was changed",
+        "hint": f"replctl recover location A --from-backup {made}",
+    }
+    assert rc.json("recover", "location", "A", "--dry-run", expect=3)["error"] == refusal
+    assert rc.json("recover", "location", "A", expect=3)["error"] == refusal
+    assert rc.snapshot() == before
+    doc = rc.json("recover", "location", "A", "--from-backup", made)
+    assert (doc["lost"], doc["refused"]) == ({}, [])
+    assert rc.stored("A") == [("N", 1, "n1"), ("N", 2, "n2"), ("N", 3, "n3")]

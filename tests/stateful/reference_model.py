@@ -173,6 +173,7 @@ class ReferenceModel:
         self.connections: dict[tuple[str, str], Connection] = {}
         self.refused_last: list[str] = []  # the neighbours the last event recovery could not use (DR5)
         self.dr3_refused_last: list[str] = []  # those of them DR3 refused (filtered, A not terminal)
+        self.planning = False  # a BK3 trial: DR4's rounds on paper, no loss accepted (as `plan_rounds`)
         self.edges: set[tuple[str, str]] = set()  # H2: every connection ever added
         self.filtered: set[tuple[str, str]] = set()  # H3: every connection ever filtered
         # Every filter each connection ever had, across reconnects (ADD4), None for a time without one (DR3).
@@ -648,31 +649,33 @@ class ReferenceModel:
     def _loses_what_a_backup_holds(
         self, name: str, recovery: Callable[[ReferenceModel], object], restoring: str | None
     ) -> bool:
-        """BK3: would the recovery (run on a copy, the loss accepted so it runs to its end) leave out of A's
-        CVV before it something no refused neighbour holds and A's newest backup, not the one restored, holds?"""
+        """BK3: would the recovery (run on a copy with DR4's rounds on paper: no loss accepted, `planning`)
+        leave out of A's CVV before it something no refused neighbour holds and A's newest backup, not the one
+        restored, holds?"""
         newest = self.latest_backup(name)
         if newest is None or newest.id == restoring:
             return False
         trial = copy.deepcopy(self)
+        trial.planning = True
         before = dict(self.locations[name].cvv)
         recovery(trial)
-        # What refused neighbours hold: the trial accepted them, and their events come by replication (DR5);
-        # but not A's own events at a neighbour DR3 refuses: no later recovery reads it, and A's next append
-        # raises CVV-A[A] past them (EM1), so replication from it skips them for good (CF1).
-        reached = vt_join(
-            trial.locations[name].cvv,
-            *(
-                {
-                    o: t
-                    for o, t in trial.locations[n].cvv.items()
-                    if o != name or n not in trial.dr3_refused_last
-                }
+        reached = trial.locations[name].cvv
+        for origin, want in before.items():
+            # What a refused neighbour holds may come back by a later recovery or replication (DR5): the
+            # origin times above its DVV (it deleted the rest) up to its CVV; but not A's own events at a
+            # neighbour DR3 refuses: no later recovery reads it, and A's next append raises CVV-A[A] past
+            # them (EM1), so replication from it skips them for good (CF1).
+            held = [(0, reached.get(origin, 0))] + [
+                (trial.locations[n].dvv.get(origin, 0), trial.locations[n].cvv.get(origin, 0))
                 for n in trial.refused_last
-            ),
-        )
-        return any(
-            t > reached.get(o, 0) and newest.cvv.get(o, 0) > reached.get(o, 0) for o, t in before.items()
-        )
+                if origin != name or n not in trial.dr3_refused_last
+            ]
+            first_gap = next(
+                (t for t in range(1, want + 1) if not any(lo < t <= hi for lo, hi in held)), None
+            )
+            if first_gap is not None and first_gap <= newest.cvv.get(origin, 0):
+                return True
+        return False
 
     def _recover_from(
         self, loc: Location, last_survivor: int, accept_loss: bool, *, recorded_floor: bool
@@ -784,7 +787,7 @@ class ReferenceModel:
         self._rounds(name, waiting, dvvs)
         self.refused_last = sorted(refused + [s for s, _ in waiting])
         self.dr3_refused_last = sorted(refused)
-        if not accept_loss:
+        if not accept_loss or self.planning:
             return self.refused_last
         target = self.locations[name]
         # DR5 accepted in DR4's order: the waiting source that gives up least first (ties by name), then the
