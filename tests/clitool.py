@@ -111,6 +111,28 @@ class Replctl:
         history = self.json("topology", "history")["changes"]
         return {"status": status, "history": history}
 
+    def refused_alike(self, *args: str, error: dict[str, str]) -> None:
+        """`replctl ARGS`, its dry run and its run alike, refused (exit 3) with `error`; nothing changed."""
+        before = self.snapshot()
+        assert self.json(*args, "--dry-run", expect=3)["error"] == error
+        assert self.json(*args, expect=3)["error"] == error
+        assert self.snapshot() == before
+
+    def refused_backup_held(self, location: str, lost: str, backup: str) -> None:
+        """`recover location LOCATION` refused by BK3, dry run and run alike: it would lose `lost` (as
+        `A: 1..2`), which `backup` holds."""
+        message = f"would lose {lost}, which backup {backup} holds; nothing was changed"
+        self.refused_alike(
+            "recover",
+            "location",
+            location,
+            error={
+                "code": "BK3",
+                "message": f"refused [BK3]: recover location {location} {message}",
+                "hint": f"replctl recover location {location} --from-backup {backup}",
+            },
+        )
+
 
 def lose_what_the_neighbour_deleted(rc: Replctl, *, lost_from: int) -> None:
     """A and B connected both ways; B deleted A's a1..a3 after receiving them, then A loses its log from

@@ -695,17 +695,13 @@ def backed_up_before_an_own_event(rc: Replctl) -> str:
 def test_restoring_a_healthy_log_over_events_only_it_holds_is_refused_dry_run_and_run(rc: Replctl) -> None:
     # DR0 via BK2: the restore would drop m3, stored intact at M and nowhere else.
     made = backed_up_before_an_own_event(rc)
-    before = rc.snapshot()
     refusal = {
         "code": "DR0",
         "message": f"refused [DR0]: recover location M --from-backup {made} would discard M:3, which M still "
         "stores intact and no other location stores; nothing was changed",
         "hint": f"replctl recover location M --from-backup {made} --accept-loss",
     }
-    planned = rc.json("recover", "location", "M", "--from-backup", "latest", "--dry-run", expect=3)
-    assert planned["error"] == refusal
-    assert rc.json("recover", "location", "M", "--from-backup", "latest", expect=3)["error"] == refusal
-    assert rc.snapshot() == before
+    rc.refused_alike("recover", "location", "M", "--from-backup", "latest", error=refusal)
     assert rc.stored("M") == [("M", 1, "m1"), ("M", 2, "m2"), ("M", 3, "m3")]
 
 
@@ -771,16 +767,7 @@ def test_a_plain_recovery_that_would_lose_what_the_backup_holds_is_refused_with_
 ) -> None:
     # BK3: no source can give k1..k5 back, the backup can; the plain recovery is refused before it acts.
     made = lone_backed_up(rc)
-    before = rc.snapshot()
-    refusal = {
-        "code": "BK3",
-        "message": f"refused [BK3]: recover location K would lose K: 1..5, which backup {made} holds; "
-        "nothing was changed",
-        "hint": f"replctl recover location K --from-backup {made}",
-    }
-    assert rc.json("recover", "location", "K", "--dry-run", expect=3)["error"] == refusal
-    assert rc.json("recover", "location", "K", expect=3)["error"] == refusal
-    assert rc.snapshot() == before
+    rc.refused_backup_held("K", "K: 1..5", made)
     doc = rc.json("recover", "location", "K", "--from-backup", made)
     assert (doc["lost"], doc["discarded"], doc["refused"]) == ({}, {}, [])
     assert [e[2] for e in rc.stored("K")] == ["k1", "k2", "k3", "k4", "k5"]
@@ -1068,16 +1055,7 @@ def test_a_plain_recovery_is_refused_when_only_the_backup_holds_what_the_refused
     rc("delete", "N", "--upto", "3")
     assert rc.keys("N") == []
     rc("drill", "disaster", "A", "--from", "1", "--yes")
-    before = rc.snapshot()
-    refusal = {
-        "code": "BK3",
-        "message": f"refused [BK3]: recover location A would lose N: 1..3, which backup {made} holds; "
-        "nothing was changed",
-        "hint": f"replctl recover location A --from-backup {made}",
-    }
-    assert rc.json("recover", "location", "A", "--dry-run", expect=3)["error"] == refusal
-    assert rc.json("recover", "location", "A", expect=3)["error"] == refusal
-    assert rc.snapshot() == before
+    rc.refused_backup_held("A", "N: 1..3", made)
     doc = rc.json("recover", "location", "A", "--from-backup", made)
     assert (doc["lost"], doc["refused"]) == ({}, [])
     assert rc.stored("A") == [("N", 1, "n1"), ("N", 2, "n2"), ("N", 3, "n3")]
