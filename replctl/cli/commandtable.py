@@ -59,16 +59,24 @@ class CommandTable(MutableMapping[str, Any]):
         self._built: dict[str, Any] = dict(built or {})
 
     def __getitem__(self, name: str) -> Any:
-        if name not in self._built:
-            module = self._where[name]  # KeyError for a name no module registers, as a dict would
+        if name in self._built:
+            return self._built[name]
+        module = self._where[name]  # KeyError for a name no module registers, as a dict would
+        # Click asks through `Mapping.get`, which takes any KeyError for an unknown name: one raised while the
+        # module loads, or a module that does not register `name`, is a bug and must show as one.
+        try:
             self._built.update(build(module))
-        return self._built[name]
+            return self._built[name]
+        except KeyError as exc:
+            raise RuntimeError(f"replctl.cli.{module} did not build the command {name!r}") from exc
 
     def __setitem__(self, name: str, command: Any) -> None:
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
-        del self._built[name]
+        if name not in self:
+            raise KeyError(name)
+        self._built.pop(name, None)
         self._where.pop(name, None)
 
     def __iter__(self) -> Iterator[str]:

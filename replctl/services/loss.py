@@ -301,9 +301,9 @@ def _planned(
         )
     for other in [*(r.source for r in refused), *(s.name for s in planned.pending)]:
         cvv = locations[other].cvv
-        # A DR3 refusal never lifts: what such a neighbour holds of A's own events never comes back
-        # (`lasting_holders`); its foreign events may, once its loss is accepted (DR5).
-        # It holds only what it has not deleted: above its DVV, as `report_lost` counts it.
+        # Such a neighbour holds only what it has not deleted: above its DVV, as `report_lost` counts it. A
+        # DR3 refusal never lifts: what it holds of A's own events never comes back (`lasting_holders`); its
+        # foreign events may, once its loss is accepted (DR5).
         lasting = not any(r.source == other and r.rule == "DR3" for r in refused)
         brought.append((locations[other].dvv, cvv if lasting else cvv.without([name])))
     return brought

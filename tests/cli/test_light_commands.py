@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replctl.cli.commandtable import COMMANDS, build
+from replctl.cli.commandtable import COMMANDS, CommandTable, build
 
 PROBE = """
 import atexit, json, os, sys
@@ -196,3 +196,13 @@ def test_help_lists_every_command_in_the_tables_order(env: dict[str, str]) -> No
     )
     listed = done.stdout.split("Commands:\n", 1)[1].splitlines()
     assert [line.split()[0] for line in listed if line.strip()] == list(COMMANDS)
+
+
+def test_a_command_table_entry_its_module_does_not_build_is_a_bug_not_an_unknown_command() -> None:
+    # Click looks commands up through `Mapping.get`: a KeyError would read as "No such command".
+    table = CommandTable({"nosuch": "ops"})
+    assert "nosuch" in table and list(table) == ["nosuch"]
+    with pytest.raises(RuntimeError, match=r"replctl\.cli\.ops did not build the command 'nosuch'"):
+        table.get("nosuch")
+    del table["nosuch"]
+    assert "nosuch" not in table
