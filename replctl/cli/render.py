@@ -72,6 +72,12 @@ def render_topology_outcome(app: AppContext, out: TopologyOutcome) -> None:
                 f"  history {conn['history']}: {conn['target']} merges {vector_text(conn['baseline'])}",
                 markup=False,
             )
+        for origin, upto in sorted(conn.get("held_back", {}).items()):
+            console.print(
+                f"  {origin}:{conn['baseline'][origin]} counts once {conn['target']} holds {origin} up to "
+                f"{upto}, what {conn['source']} stored under that accepted entry (ADD3)",
+                markup=False,
+            )
     for warning in out.warnings:
         stderr().print(f"warning [{warning.code}]: {warning.message}", markup=False)
 

@@ -146,6 +146,43 @@ def deletions_known(location: Location) -> VectorTime:
     return VectorTime({o: d for o, d in location.dvv.to_dict().items() if d > baseline[o] or stored[o] == 0})
 
 
+def counted_after_write(location: Location, cvv: VectorTime) -> VectorTime:
+    """CVV-A after a pass wrote into A: `cvv` with every baseline entry held back whose events are back
+    (`with_baseline`; ADD3 `current` holds an accepted entry of its source back, `core.startrule`). While A
+    recovers, the recovery counts them round by round instead, its dry run alike."""
+    return cvv if location.state is LocationState.RECOVERING else with_baseline(location, cvv)
+
+
+def stored_after_deletion(location: Location, dropped: VectorTime) -> VectorTime:
+    """`baseline_stored` once A physically deleted events whose vts' LUB ⊔ identities is `dropped` (DEL2).
+
+    An entry under which A has deleted every event it stored stores nothing any more: a deleted event with
+    `o: s` or more in its vt follows every event of `o` up to `s` that A stored, and A stored them before it
+    (EM3), so the deleted prefix holds them all. The entry then counts at once after a loss (A deleted those
+    events on purpose), and a location joining from A (ADD3 `current`) does not wait for them.
+    """
+    return VectorTime({o: s for o, s in location.baseline_stored.items() if dropped[o] < s})
+
+
+def supplied_by(source: Location, target: Location) -> VectorTime:
+    """The entries `target` holds back outside a recovery (ADD3 `current`) whose events `source` holds under
+    the same accepted entry: DVV-X's entry there is no larger and may be only that entry's number
+    (`deletions_known` leaves it out), over at least what `target` waits for (`baseline_stored`). ADD1 lets
+    X→Y start over them (`core.startrule.start_rule`)."""
+    if target.state is LocationState.RECOVERING:
+        return VectorTime()
+    known = deletions_known(source)
+    return VectorTime(
+        {
+            o: b
+            for o, b in held_back(target, target.cvv).items()
+            if o not in known
+            and source.dvv[o] <= b
+            and source.baseline_stored[o] >= target.baseline_stored[o]
+        }
+    )
+
+
 def held_back(location: Location, cvv: VectorTime) -> VectorTime:
     """The baseline entries `with_baseline` does not count yet over `cvv` (DR1): per origin, the entry."""
     counted = with_baseline(location, cvv)
@@ -154,16 +191,20 @@ def held_back(location: Location, cvv: VectorTime) -> VectorTime:
 
 def counted_now(location: Location) -> tuple[VectorTime, VectorTime]:
     """DVV-A and the baseline as A's CVV counts them now, for I3/I4 (`log verify`) and a backup's manifest:
-    whole, but while A recovers without the entries held back (`with_baseline`, `deletions_known`), which its
-    CVV does not count yet."""
-    if location.state is not LocationState.RECOVERING:
+    whole, but without the entries held back (`with_baseline`, `deletions_known`), which its CVV does not
+    count yet: while A recovers, or after ADD3 `current` took one from its source."""
+    cvv = location.cvv
+    if location.state is LocationState.RECOVERING:
+        held = {o for o, b in location.baseline.to_dict().items() if cvv[o] < b}
+        dvv = VectorTime({o: d for o, d in location.dvv.to_dict().items() if o not in held or d <= cvv[o]})
+        return dvv, location.baseline.without(held)
+    # ADD3 `current` holds an entry back outside a recovery too (`core.startrule.merge_baseline`), and A may
+    # delete meanwhile: DVV-A's entry then also stands for what A deleted, none of it beyond CVV-A.
+    held = set(held_back(location, cvv))
+    if not held:
         return location.dvv, location.baseline
-    held = {o for o, b in location.baseline.to_dict().items() if location.cvv[o] < b}
-    dvv = location.dvv.to_dict()
-    return (
-        VectorTime({o: d for o, d in dvv.items() if o not in held or d <= location.cvv[o]}),
-        location.baseline.without(held),
-    )
+    dvv = VectorTime({o: min(d, cvv[o]) if o in held else d for o, d in location.dvv.to_dict().items()})
+    return dvv, location.baseline.without(held)
 
 
 def recovery_done(location: Location) -> Location:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from replctl.core.model import Connection, ConnectionState, HistoryMode, Location
+from replctl.core.recovery import deletions_known, supplied_by, with_baseline
 from replctl.core.vectortime import EMPTY, VectorTime
 
 
@@ -22,13 +23,34 @@ def history_baseline(mode: HistoryMode, source: Location, target: Location) -> V
     return EMPTY
 
 
-def merge_baseline(target: Location, baseline: VectorTime) -> Location:
-    """Y after merging a baseline into CVV, DVV and the recorded baselines (I3 counts them)."""
+def history_stored(mode: HistoryMode, source: Location, baseline: VectorTime) -> VectorTime:
+    """ADD3 `current`: per origin of `baseline`, what X stores under its entry, for Y to hold the entry back.
+
+    "Y receives every event X still stores." An entry of DVV-X that an accepted loss merged (DR5) may cover by
+    its number alone events X still stores (`baseline_stored`; `core.recovery.deletions_known` leaves such an
+    entry out). Merged into CVV-Y at once, CF1 would skip those events on X→Y, and Y would never hold them.
+    Y takes the entry as X keeps it: counted once Y's CVV reaches what X stored under it."""
+    if mode is not HistoryMode.CURRENT:
+        return EMPTY
+    known = deletions_known(source)
+    return VectorTime(
+        {o: source.baseline_stored[o] for o in baseline if o not in known and source.baseline_stored[o]}
+    )
+
+
+def merge_baseline(target: Location, baseline: VectorTime, stored: VectorTime = EMPTY) -> Location:
+    """Y after merging a baseline into DVV and the recorded baselines (I3 counts them) and into CVV, an entry
+    with events stored under it at X (`stored`, `history_stored`) only once Y's CVV reaches them
+    (`core.recovery.with_baseline`)."""
     if not baseline:
         return target
-    return replace(
-        target, cvv=target.cvv | baseline, dvv=target.dvv | baseline, baseline=target.baseline | baseline
+    merged = replace(
+        target,
+        dvv=target.dvv | baseline,
+        baseline=target.baseline | baseline,
+        baseline_stored=target.baseline_stored.merge(stored),
     )
+    return replace(merged, cvv=with_baseline(merged, target.cvv))
 
 
 @dataclass(frozen=True)
@@ -50,8 +72,13 @@ class StartVerdict:
 
 
 def start_rule(source: Location, target: Location) -> StartVerdict:
-    """ADD1: replication over a new connection X→Y starts only once DVV-X ≤ CVV-Y."""
-    missing = source.dvv.missing_from(target.cvv)
+    """ADD1: replication over a new connection X→Y starts only once DVV-X ≤ CVV-Y.
+
+    An entry Y holds back (`merge_baseline`) counts for a source that holds the same accepted entry over at
+    least the events Y waits for (`core.recovery.supplied_by`): that source delivers them. For any other
+    source it does not: a source that deleted some of them (DEL2) would raise CVV-Y past them with later
+    events, and the entry would then count while Y lacks events its own source still stores."""
+    missing = source.dvv.missing_from(target.cvv | supplied_by(source, target))
     return StartVerdict(may_start=not missing, missing=missing)
 
 

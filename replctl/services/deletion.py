@@ -15,6 +15,7 @@ from replctl.core import deletion as plan
 from replctl.core.journal import PendingDeletion
 from replctl.core.model import Location, LocationState, Segment
 from replctl.core.outcomes import Completion
+from replctl.core.recovery import stored_after_deletion
 from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import InvalidInput
@@ -427,6 +428,7 @@ def _apply_cut(
                 deleted_upto=max(current.deleted_upto, cut.upto),
                 logical_deleted_upto=max(current.logical_deleted_upto, new_logical),
                 dvv=current.dvv | dropped_lub,
+                baseline_stored=stored_after_deletion(current, dropped_lub),
             )
             tx.put_location(updated)
             ctx.step(

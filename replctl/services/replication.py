@@ -16,6 +16,7 @@ from replctl.core.jobs import PassResult, PassSpec, SegmentStats
 from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment, SegmentFile
 from replctl.core.outcomes import Completion
 from replctl.core.planned_rounds import PlannedRounds
+from replctl.core.recovery import counted_after_write
 from replctl.core.replication import PassAction, PassPlan, admission_refuses, admission_to_check, plan_pass
 from replctl.core.retirement import clocks
 from replctl.core.topology_rules import admission_projection
@@ -457,9 +458,8 @@ def _commit_run(
             seg = result.segment
             tx.add_written_segment(target.name, out_rel, seg, ctx.id, files)
             # EM2: merge every written vt into CVV-Y.
-            tx.put_location(
-                replace(current_target, seq=seg.seq_hi, cvv=current_target.cvv | VectorTime(seg.vt_lub))
-            )
+            cvv = counted_after_write(current_target, current_target.cvv | VectorTime(seg.vt_lub))
+            tx.put_location(replace(current_target, seq=seg.seq_hi, cvv=cvv))
         _commit(ctx, tx, conn, activate, result.progress)
         ctx.step(
             tx,
@@ -614,11 +614,8 @@ def _commit_copy(
         target = get_location(tx, conn.target)
         for seg, out_rel, files in copied:
             tx.add_written_segment(conn.target, out_rel, seg, ctx.id, files)
-        tx.put_location(
-            replace(
-                target, seq=plan.new_progress, cvv=target.cvv.merge(*(seg.vt_lub for seg, _, _ in copied))
-            )
-        )
+        cvv = counted_after_write(target, target.cvv.merge(*(seg.vt_lub for seg, _, _ in copied)))
+        tx.put_location(replace(target, seq=plan.new_progress, cvv=cvv))
         _commit(ctx, tx, conn, plan.activate, plan.new_progress)
         ctx.step(
             tx,

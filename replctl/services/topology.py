@@ -24,7 +24,13 @@ from replctl.core.model import (
 )
 from replctl.core.outcomes import AllOrNothing, Completion
 from replctl.core.retirement import stranded_violation
-from replctl.core.startrule import history_baseline, merge_baseline, new_connection, start_rule
+from replctl.core.startrule import (
+    history_baseline,
+    history_stored,
+    merge_baseline,
+    new_connection,
+    start_rule,
+)
 from replctl.core.topology import TopologyState
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
@@ -131,8 +137,9 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
     source, target = get_location(tx, change.source), get_location(tx, change.target)
     mode = change.history or HistoryMode.COMPLETE
     baseline = history_baseline(mode, source, target)
+    held = history_stored(mode, source, baseline)
     if baseline:
-        target = merge_baseline(target, baseline)
+        target = merge_baseline(target, baseline, held)
         tx.put_location(target)
     conn = new_connection(
         change.source,
@@ -149,6 +156,7 @@ def _connect(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
         "state": conn.state.value,
         "history": mode.value,
         "baseline": baseline.to_dict(),
+        "held_back": held.to_dict(),
         "reason": conn.reason,
     }
 
@@ -272,13 +280,15 @@ def _dry_start(tx: CatalogTransaction, change: Change) -> dict[str, Any]:
         return {"source": change.source, "target": change.target, "state": "pending", "reason": None}
     mode = change.history or HistoryMode.COMPLETE
     baseline = history_baseline(mode, source, target)
-    verdict = start_rule(source, merge_baseline(target, baseline))
+    held = history_stored(mode, source, baseline)
+    verdict = start_rule(source, merge_baseline(target, baseline, held))
     return {
         "source": change.source,
         "target": change.target,
         "state": "active" if verdict.may_start else "pending",
         "history": mode.value,
         "baseline": baseline.to_dict(),
+        "held_back": held.to_dict(),
         "reason": verdict.reason,
     }
 

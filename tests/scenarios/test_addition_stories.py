@@ -115,12 +115,13 @@ def test_the_fast_bootstrap_copies_segments_and_ends_exactly_as_an_ordinary_pass
     assert rc.json("log", "verify")["ok"]
 
 
-def test_a_current_history_copy_after_an_accepted_loss_holds_nothing_its_baseline_covers_add3_cf1(
+def test_a_current_history_copy_after_an_accepted_loss_receives_what_the_source_still_stores_add3(
     rc: Replctl,
 ) -> None:
     # A keeps a1 through a disaster and accepts the loss of what B deleted (DR5: DVV-B = {A:2} joins DVV-A),
-    # so A stores a1 although its DVV covers it. C joins from A with `current` history (ADD3): its baseline
-    # covers a1, so the first pass skips it (CF1) and the file copy, which would hold a1, is not taken.
+    # so A stores a1 although its DVV covers it. C joins from A with `current` history (ADD3: C receives
+    # every event A still stores): C holds the entry A:2 back as A does, so the first pass does not skip a1
+    # (CF1), and C counts the entry once a1 is there. A joiner from C takes the same entry the same way.
     for name in "AB":
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")
@@ -132,10 +133,87 @@ def test_a_current_history_copy_after_an_accepted_loss_holds_nothing_its_baselin
     rc("replicate")
     assert rc.stored("A") == [("A", 1, "a1"), ("A", 3, "a3")]
     rc("location", "add", "C")
-    rc("topology", "add", "A", "C", "--history", "current")
+    joined = rc.json("topology", "add", "A", "C", "--history", "current")["connections"]
+    assert [(c["state"], c["baseline"]) for c in joined] == [("active", {"A": 2})]
+    assert (rc.location("C")["cvv"], rc.location("C")["dvv"]) == ({}, {"A": 2})
     dry = rc.json("replicate", "A", "C", "--dry-run")["passes"]
     done = rc.json("replicate", "A", "C")["passes"]
-    assert [(p["action"], p["skipped_causal"]) for p in dry] == [("would-run", None)]
-    assert [(p["action"], p["written"], p["skipped_causal"]) for p in done] == [("ran", 1, 1)]
-    assert rc.stored("C") == [("A", 3, "a3")]
-    assert rc.json("log", "verify", "A", "C")["ok"]
+    assert [p["action"] for p in dry] == ["would-run"]
+    assert [(p["action"], p["written"], p["skipped_causal"]) for p in done] == [("ran", 2, 0)]
+    assert rc.stored("C") == [("A", 1, "a1"), ("A", 3, "a3")]
+    assert (rc.location("C")["cvv"], rc.location("C")["dvv"]) == ({"A": 3}, {"A": 2})
+    rc("location", "add", "D")
+    rc("topology", "add", "C", "D", "--history", "current")
+    rc("replicate", "C", "D")
+    assert rc.stored("D") == [("A", 1, "a1"), ("A", 3, "a3")]
+    assert rc.json("log", "verify", "A", "C", "D")["ok"]
+
+
+def test_a_current_history_joiner_receives_the_foreign_events_an_accepted_entry_covers_at_its_source(
+    rc: Replctl,
+) -> None:
+    # A accepts the loss of C:4, which B and C deleted, while it still stores c2 and c3 under that entry
+    # (DR5: DVV-A = {C:4}). E joins from A with `current` history. Merged into CVV-E at once, C:4 made CF1
+    # skip c2 and c3 for good although A stores them (ADD3); E now holds it back until they are there, and
+    # until then A may not delete them (DEL3).
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("C", "c1", "c2", "c3", "c4")
+    rc("replicate")
+    rc("delete", "A", "--upto", "1")
+    rc("delete", "B", "--upto", "4")
+    rc("delete", "C", "--upto", "4")
+    rc("drill", "disaster", "A", "--from", "4")  # A loses c4
+    rc("recover", "location", "A", "--accept-loss")
+    assert rc.stored("A") == [("C", 2, "c2"), ("C", 3, "c3")]
+    assert (rc.location("A")["cvv"], rc.location("A")["dvv"]) == ({"C": 4}, {"C": 4})
+    rc("location", "add", "E")
+    rc("topology", "add", "A", "E", "--history", "current")
+    assert (rc.location("E")["cvv"], rc.location("E")["dvv"]) == ({}, {"C": 4})
+    held = rc("delete", "A", "--upto", "4", expect=5)
+    assert "waits [DEL3]: E still needs seq 2" in held.stdout
+    assert rc.location("A")["deleted_upto"] == 1
+    rc("replicate", "A", "E")
+    assert rc.stored("E") == [("C", 2, "c2"), ("C", 3, "c3")]
+    assert (rc.location("E")["cvv"], rc.location("E")["dvv"]) == ({"C": 4}, {"C": 4})
+    assert rc.location("A")["deleted_upto"] == 4  # the pending deletion went on once E held them (DEL4)
+    assert rc.json("log", "verify", "A", "E")["ok"]
+
+
+def test_a_source_that_deleted_events_a_held_entry_waits_for_starts_only_once_the_entry_counts_add1(
+    rc: Replctl,
+) -> None:
+    # E holds C:4 back until X's c2 and c3 are there (ADD3 `current` after X accepted a loss). D deleted c1
+    # and c2 itself (DVV-D = {C:2}) and still stores c3 and c4. Had D→E started at once, its pass (sorted
+    # before X→E) would raise CVV-E to C:4, the entry would count, X→E would skip c2, and X could then delete
+    # the last copy of c2. ADD1 keeps D→E pending until E counts the entry.
+    for name in "BCDX":
+        rc("location", "add", name)
+    rc("topology", "add", "X", "B", "--both")
+    rc("topology", "add", "X", "C", "--both")
+    rc("topology", "add", "C", "D")
+    rc.append("C", "c1", "c2", "c3", "c4")
+    rc("replicate")
+    rc("delete", "D", "--upto", "2")
+    rc("delete", "X", "--upto", "1")
+    rc("delete", "B", "--upto", "4")
+    rc("delete", "C", "--upto", "4")
+    rc("drill", "disaster", "X", "--from", "4")
+    rc("recover", "location", "X", "--accept-loss")
+    assert rc.stored("X") == [("C", 2, "c2"), ("C", 3, "c3")]
+    rc("location", "add", "E")
+    rc("topology", "add", "X", "E", "--history", "current")
+    waiting = rc.json("topology", "add", "D", "E")["connections"]
+    assert [(c["state"], c["reason"]) for c in waiting] == [
+        (
+            "pending",
+            "waits [ADD1]: the source deleted events the target lacks (C: deleted up to 2, target has 0)",
+        )
+    ]
+    rc("replicate")
+    assert rc.stored("E") == [("C", 2, "c2"), ("C", 3, "c3")]
+    assert rc.location("E")["cvv"] == {"C": 4}
+    assert rc.connections()[("D", "E")]["state"] == "active"
+    assert rc.json("log", "verify", "D", "E", "X")["ok"]

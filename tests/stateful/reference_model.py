@@ -316,7 +316,10 @@ class ReferenceModel:
         for s, t in pairs:  # ADD3: --both applies MODE to both directions, in this order
             source, target = self.locations[s], self.locations[t]
             if history == "current":
-                self._merge_baseline(target, self._foreign(source.dvv, target.cvv))
+                baseline = self._foreign(source.dvv, target.cvv)
+                # "Y receives every event X still stores": an entry X accepted (DR5) over events X still
+                # stores is held back at Y as at X, counted once Y's CVV reaches them.
+                self._merge_held(target, baseline, source, source.deletions_known())
             elif history == "none":
                 self._merge_baseline(target, self._foreign(source.cvv, target.cvv))
             # ADD4: a reconnect is a new connection at progress 0; ADD1 decides whether it starts now.
@@ -324,7 +327,7 @@ class ReferenceModel:
             self.connections[(s, t)] = Connection(
                 s,
                 t,
-                ACTIVE if vt_leq(source.dvv, target.cvv) else PENDING,
+                ACTIVE if self._starts(source, target) else PENDING,
                 filter_expr,
                 (s, t) in self.filtered,
                 history,
@@ -334,6 +337,33 @@ class ReferenceModel:
     def _foreign(vector: VT, of: VT) -> VT:
         """ADD3: the entries of `vector` whose keys do not occur in `of`."""
         return {k: v for k, v in vector.items() if of.get(k, 0) == 0 and v > 0}
+
+    @staticmethod
+    def _starts(source: Location, target: Location) -> bool:
+        """ADD1: DVV-X ≤ CVV-Y, where an entry Y holds back counts for a source that holds the same accepted
+        entry over at least the events Y waits for (it delivers them), and for no other source."""
+        counted, known = target.counted(target.cvv), source.deletions_known()
+        supplied = {
+            o: b
+            for o, b in target.baseline.items()
+            if target.state != RECOVERING
+            and counted.get(o, 0) < b
+            and o not in known
+            and source.dvv.get(o, 0) <= b
+            and source.baseline_stored.get(o, 0) >= target.baseline_stored.get(o, 0)
+        }
+        return vt_leq(source.dvv, vt_join(target.cvv, supplied))
+
+    @staticmethod
+    def _merge_held(target: Location, baseline: VT, source: Location, known: VT) -> None:
+        for origin in baseline:
+            if origin not in known and source.baseline_stored.get(origin, 0):
+                target.baseline_stored[origin] = max(
+                    target.baseline_stored.get(origin, 0), source.baseline_stored[origin]
+                )
+        target.baseline = vt_join(target.baseline, baseline)
+        target.dvv = vt_join(target.dvv, baseline)
+        target.cvv = target.counted(target.cvv)
 
     @staticmethod
     def _merge_baseline(target: Location, baseline: VT) -> None:
@@ -536,7 +566,7 @@ class ReferenceModel:
         elif conn.state == BLOCKED or target.state == RECOVERING:
             return False  # DR5: only recovery may use it; DR0: nothing is written to A while it recovers
         elif conn.state == PENDING:
-            if not vt_leq(source.dvv, target.cvv):  # ADD1
+            if not self._starts(source, target):  # ADD1
                 return False
             conn.state, activated = ACTIVE, True
         filter_expr: str | tuple[str, ...] | None = recovery_filter if recovery else conn.filter
@@ -560,6 +590,8 @@ class ReferenceModel:
             target.seq = copy.seq
             target.cvv = vt_join(target.cvv, event.stamp)  # EM2 with RET4's identity
             written += 1
+        if written and not recovery:  # a held-back entry counts once its events are back (ADD3, DR1)
+            target.cvv = target.counted(target.cvv)
         advanced = last > conn.progress
         conn.progress = max(conn.progress, last)  # REP2: the scan end, over filtered events too
         return written > 0 or activated or advanced
@@ -595,7 +627,10 @@ class ReferenceModel:
         cut = max(cut, loc.deleted_upto)
         gone = [e for e in loc.events if e.seq <= cut]
         loc.events = [e for e in loc.events if e.seq > cut]
-        loc.dvv = vt_join(loc.dvv, *(e.stamp for e in gone))  # DEL2, each ⊔ its identity (RET4)
+        dropped = vt_join({}, *(e.stamp for e in gone))
+        loc.dvv = vt_join(loc.dvv, dropped)  # DEL2, each ⊔ its identity (RET4)
+        # An accepted entry whose stored events are all deleted stores nothing under it any more.
+        loc.baseline_stored = {o: t for o, t in loc.baseline_stored.items() if dropped.get(o, 0) < t}
         loc.deleted_upto = max(loc.deleted_upto, cut)
         loc.logical_deleted_upto = max(loc.logical_deleted_upto, cut)
         loc.pending_upto = max(loc.pending_upto or 0, target_upto) if cut < target_upto else None
@@ -848,7 +883,8 @@ class ReferenceModel:
                 for e2 in loc.events[:i]:
                     if vt_leq(e1.stamp, e2.stamp):
                         problems.append(f"I1 at {loc.name}: {e1.row()} before {e2.row()}")
-            if not vt_leq(loc.dvv, loc.cvv):
+            # A baseline entry held back (DR1, ADD3 `current`) is in DVV before CVV counts it.
+            if not vt_leq(loc.dvv, vt_join(loc.cvv, loc.baseline)):
                 problems.append(f"I4 at {loc.name}")
         for conn in self.connections.values():
             if conn.current and conn.progress > self.locations[conn.source].seq:

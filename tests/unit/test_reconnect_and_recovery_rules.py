@@ -35,10 +35,17 @@ from replctl.core.recovery import (
     recovering,
     recovery_done,
     still_missing,
+    stored_after_deletion,
     unrecovered,
     with_baseline,
 )
-from replctl.core.startrule import new_connection, start_rule
+from replctl.core.startrule import (
+    history_baseline,
+    history_stored,
+    merge_baseline,
+    new_connection,
+    start_rule,
+)
 from replctl.core.topology import fold
 from replctl.core.vectortime import VectorTime
 from replctl.filterexpr import or_origin
@@ -60,6 +67,42 @@ def test_add4_a_reconnect_that_waits_for_the_start_rule_also_starts_at_zero() ->
     verdict = start_rule(Location("B", dvv=VectorTime({"B": 2})), Location("A"))
     again = new_connection("B", "A", filter=None, history=HistoryMode.NONE, verdict=verdict, previous=removed)
     assert (again.state, again.progress, again.reason) == (ConnectionState.PENDING, 0, verdict.reason)
+
+
+def test_add3_current_holds_back_an_accepted_entry_over_events_the_source_still_stores() -> None:
+    # X accepted C:4 while it stored C up to 3 (DR5), and deleted D up to 2 itself: Y must still receive
+    # c1..c3 from X (CF1 would skip them under a CVV with C:4), while D:2 is known at once.
+    x = merge_accepted(
+        Location(
+            "X", cvv=VectorTime({"C": 3, "D": 2}), dvv=VectorTime({"D": 2}), state=LocationState.RECOVERING
+        ),
+        VectorTime({"C": 4}),
+    )
+    baseline = history_baseline(HistoryMode.CURRENT, x, Location("Y"))
+    stored = history_stored(HistoryMode.CURRENT, x, baseline)
+    assert (baseline, stored) == (VectorTime({"C": 4, "D": 2}), VectorTime({"C": 3}))
+    y = merge_baseline(Location("Y"), baseline, stored)
+    assert (y.cvv, y.dvv, y.baseline_stored) == (VectorTime({"D": 2}), baseline, stored)
+    assert start_rule(x, y).may_start  # the held entry waits only for what X itself delivers
+    assert with_baseline(y, VectorTime({"C": 3, "D": 2})) == VectorTime({"C": 4, "D": 2})
+    # A source that deleted c1, c2 itself would raise CVV-Y past them with c3 and c4 before X delivers c2:
+    # it waits (ADD1) until Y counts the entry.
+    deleted = Location("Z", cvv=VectorTime({"C": 4}), dvv=VectorTime({"C": 2}))
+    assert not start_rule(deleted, y).may_start
+    assert start_rule(deleted, replace(y, cvv=VectorTime({"C": 4, "D": 2}))).may_start
+    # `none` takes CVV-X: only events emitted from now on, nothing held.
+    assert history_stored(HistoryMode.NONE, x, VectorTime({"C": 4})) == VectorTime()
+
+
+def test_del2_an_accepted_entry_whose_stored_events_are_all_deleted_stores_nothing_any_more() -> None:
+    x = merge_accepted(ACCEPTED, VectorTime({"B": 4}))  # X stored b1, b2 under B:4
+    assert stored_after_deletion(x, VectorTime({"B": 1})) == VectorTime({"B": 2})  # b2 still stored
+    gone = replace(x, baseline_stored=stored_after_deletion(x, VectorTime({"B": 2, "X": 1})))
+    assert gone.baseline_stored == VectorTime()
+    # Nothing left to wait for: a `current` joiner takes the entry at once, and so does X after a loss.
+    baseline = history_baseline(HistoryMode.CURRENT, gone, Location("Y"))
+    assert history_stored(HistoryMode.CURRENT, gone, baseline) == VectorTime()
+    assert recovered_clock(gone, VectorTime(), []).cvv == VectorTime({"B": 4})
 
 
 def test_dr1_the_floor_is_the_seq_the_catalog_recorded_before_the_loss() -> None:
@@ -241,8 +284,22 @@ def test_i3_i4_count_only_the_entries_a_recovering_cvv_holds() -> None:
     accepted = merge_accepted(ACCEPTED, VectorTime({"B": 4, "C": 2}))
     recovering_now = replace(accepted, cvv=VectorTime({"C": 2}))
     assert counted_now(recovering_now) == (VectorTime({"C": 2}), VectorTime({"C": 2}))
-    active = replace(recovering_now, state=LocationState.ACTIVE)
+    active = replace(accepted, state=LocationState.ACTIVE)
     assert counted_now(active) == (accepted.dvv, accepted.baseline)
+
+
+def test_i3_i4_outside_a_recovery_leave_out_only_an_entry_held_until_its_stored_events_are_back() -> None:
+    # ADD3 `current` holds B:4 back at Y until Y stores B up to 2 (what its source stored under the entry).
+    joined = Location(
+        "Y",
+        dvv=VectorTime({"B": 4}),
+        baseline=VectorTime({"B": 4}),
+        baseline_stored=VectorTime({"B": 2}),
+    )
+    assert counted_now(joined) == (VectorTime(), VectorTime())
+    assert counted_now(replace(joined, cvv=VectorTime({"B": 4}))) == (joined.dvv, joined.baseline)
+    # Y stored b1, b2 under the held entry and deleted b1: what it deleted is no more than CVV-Y.
+    assert counted_now(replace(joined, cvv=VectorTime({"B": 1}))) == (VectorTime({"B": 1}), VectorTime())
 
 
 def test_dr1_own_events_count_as_not_held_unless_an_accepted_entry_covers_own_events_stored() -> None:
