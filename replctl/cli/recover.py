@@ -107,7 +107,7 @@ def recover_location(
         for source in out.accepted:
             console.print(f"  {_accepted_text(name, source, out.given_up.get(source, {}))}", markup=False)
         console.print(f"{name}: {clock_text(out.clock)}, CVV {vector_text(out.cvv)}", markup=False)
-        for line in _lost_lines(name, out.lost, dry_run=out.dry_run):
+        for line in _lost_lines(name, out.lost_runs, dry_run=out.dry_run):
             console.print(line, markup=False)
         if out.refused and not out.dry_run:
             console.print(
@@ -158,14 +158,16 @@ def _accepted_text(name: str, source: str, given_up: Mapping[str, list[int]]) ->
     return f"accepted the loss of what {source} deleted ({text}); {source}→{name} unblocked (DR5)"
 
 
-def _lost_lines(name: str, lost: Mapping[str, list[int] | None], *, dry_run: bool) -> list[str]:
-    """A recovery's `lost` for people: what no source, backup or blocked neighbour holds (the disaster or
-    the consent took it), and what a dry run, or a run, cannot tell (None: a filtered source's pass, DR3)."""
+def _lost_lines(name: str, lost: Mapping[str, list[list[int]] | None], *, dry_run: bool) -> list[str]:
+    """A recovery's `lost_runs` for people: what no source, backup or blocked neighbour holds (the disaster
+    or the consent took it), and what a dry run, or a run, cannot tell (None: a filtered source's pass, DR3)."""
     known = {o: r for o, r in lost.items() if r is not None}
     unknown = sorted(set(lost) - set(known))
     lines = []
     if known:
-        text = ", ".join(f"{o}: {lo}..{hi}" for o, (lo, hi) in known.items())
+        text = ", ".join(
+            f"{o}: " + " and ".join(f"{lo}..{hi}" for lo, hi in runs) for o, runs in known.items()
+        )
         lines.append(f"{name}: events {text} {'would be' if dry_run else 'are'} lost for good")
     if unknown and dry_run:
         lines.append(f"{name}: what of {', '.join(unknown)} is lost is known only by running")

@@ -58,18 +58,30 @@ def own_lost(
     ]
 
 
+Runs = list[tuple[int, int]]
+
+
 def with_given_up(
-    lost: dict[str, list[int]], given_up: Mapping[str, tuple[int, int]], before: VectorTime
-) -> dict[str, list[int]]:
-    """`lost` (per origin `[from, to]`) widened by what accepted losses gave up (DR5), as far as A held it
-    before (`before`, A's CVV before the loss): what A never held was not A's to lose."""
+    lost: dict[str, Runs], given_up: Mapping[str, tuple[int, int]], before: VectorTime
+) -> dict[str, Runs]:
+    """`lost` (per origin, runs of origin times `(from, to)`) with what accepted losses gave up (DR5), as far
+    as A held it before (`before`, A's CVV before the loss): what A never held was not A's to lose."""
     out = dict(lost)
     for origin, (lo, deleted) in given_up.items():
         hi = min(deleted, before[origin])
-        if lo > hi:
-            continue
-        was = out.get(origin, [lo, hi])
-        out[origin] = [min(was[0], lo), max(was[1], hi)]
+        if lo <= hi:
+            out[origin] = union([*out.get(origin, []), (lo, hi)])
+    return out
+
+
+def union(runs: Iterable[tuple[int, int]]) -> Runs:
+    """Runs of origin times merged where they overlap or touch, in order: `(1, 2), (3, 5)` → `(1, 5)`."""
+    out: Runs = []
+    for lo, hi in sorted(runs):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 

@@ -510,6 +510,7 @@ class RecoveryOutcome:
     cvv: dict[str, int]
     discarded: dict[str, list[int]]
     lost: dict[str, list[int] | None]  # None: unknown, what a filtered terminal source brings (DR3)
+    lost_runs: dict[str, list[list[int]] | None]  # the same, exactly: the runs of origin times lost
     backup: str | None = None
     clock_pruned: tuple[str, ...] | None = (
         None  # a restore: the pruned ids taken out of the backup's vts (RET2)
@@ -536,6 +537,7 @@ class RecoveryOutcome:
             cvv=doc["cvv"],
             discarded=doc["discarded"],
             lost=doc["lost"],
+            lost_runs=doc["lost_runs"],
             backup=doc.get("backup"),
             clock_pruned=None if doc.get("clock_pruned") is None else tuple(doc["clock_pruned"]),
             survivors_upto=doc.get("survivors_upto"),
@@ -564,6 +566,7 @@ class RecoveryOutcome:
             cvv=self.cvv,
             discarded=self.discarded,
             lost=self.lost,
+            lost_runs=self.lost_runs,
         )
         if self.clock_pruned is not None:
             doc["clock_pruned"] = list(self.clock_pruned)

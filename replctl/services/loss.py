@@ -118,26 +118,29 @@ def report_lost(
     # Such a neighbour stores only what it has not deleted: per origin the times above its DVV up to its CVV
     # (EM3: an origin's events are stored in origin-time order, so a deleted prefix holds the low ones).
     held = [(x.dvv, x.cvv) for x in tx.locations() if x.name in refused]
-    lost: dict[str, Any] = {
-        o: [gaps[0][0], gaps[-1][1]] for o, gaps in loss.unrecovered(before, reached, held).items()
-    }
-    lost.update(loss.with_given_up(lost, given_up or {}, before))
-    lost.pop(name, None)
+    runs: dict[str, loss.Runs | None] = {}
+    runs.update(loss.with_given_up(loss.unrecovered(before, reached, held), given_up or {}, before))
+    runs.pop(name, None)
     if planned:
         # A filtered terminal source's pass (DR3) brings the foreign events its filter passes: which ones
         # depends on their contents, so a gap such a source's CVV reaches is known only by running.
         served = filtered_sources(tx, name, doc)
         filtered = [x.cvv for x in tx.locations() if x.name in served]
-        for origin, (lo, _hi) in list(lost.items()):
-            if any(cvv[origin] >= lo for cvv in filtered):
-                lost[origin] = None
+        for origin, gaps in list(runs.items()):
+            if gaps and any(cvv[origin] >= gaps[0][0] for cvv in filtered):
+                runs[origin] = None
     for origin in unproven:
         # The run's filtered pass left out events of this origin that A may have held (`unproven_origins`):
         # A's CVV covers them now, so its shortfall says nothing about them. Unknown, as the dry run says.
-        lost[origin] = None
+        runs[origin] = None
     if own:
-        lost[name] = list(loss.span(own))
-    doc["lost"] = dict(sorted(lost.items()))
+        runs[name] = loss.ranges(own)
+    # `lost` names each origin's first and last lost origin time, `lost_runs` exactly which: what a refused
+    # neighbour still holds between two gaps is not lost (DR5), nor are the times of other origins' events
+    # between two own ones (EM1).
+    ordered = dict(sorted(runs.items()))
+    doc["lost"] = {o: None if r is None else [r[0][0], r[-1][1]] for o, r in ordered.items()}
+    doc["lost_runs"] = {o: None if r is None else [list(run) for run in r] for o, r in ordered.items()}
 
 
 def filtered_sources(tx: CatalogTransaction, name: str, doc: Mapping[str, Any]) -> set[str]:

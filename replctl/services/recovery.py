@@ -277,6 +277,7 @@ def _recover(
         "cvv": loc.cvv.to_dict(),
         "discarded": {},
         "lost": {},
+        "lost_runs": {},
     }
     if first_lost is not None:
         _consent(

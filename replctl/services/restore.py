@@ -103,6 +103,7 @@ def _restore(
         "cvv": loc.cvv.to_dict(),
         "discarded": {},
         "lost": {},
+        "lost_runs": {},
         "clock_pruned": prune_ids,
     }
     _consent(ctx, engine, backups, loc, present, manifest=manifest, accept_loss=accept_loss, doc=doc)

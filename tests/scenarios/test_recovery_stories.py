@@ -477,6 +477,35 @@ def test_an_incomplete_recovery_names_lost_what_the_refused_neighbour_deleted_dr
     assert [(r["source"], r["rule"]) for r in doc["refused"]] == [("B", "DR4")]
 
 
+def test_lost_runs_leave_out_what_the_refused_neighbour_still_holds_between_two_gaps(rc: Replctl) -> None:
+    """DR5: N, refused by DR3, still holds A:3..6 (it deleted a1, a2 and was cut off from A before a7, a8);
+    B, refused by DR4, deleted all eight. Lost for good are A:1..2 and A:7..8, not A:3..6: `lost` names the
+    first and last ([1, 8]), `lost_runs` and the text exactly which, in the dry run as in the run. Before,
+    the text said A: 1..8."""
+    for name in "ABNY":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "B", "Y", "--both")
+    rc("topology", "add", "A", "N")
+    rc("topology", "add", "N", "Y")
+    rc.append("A", "a1", "a2", "a3", "a4", "a5", "a6")
+    rc("replicate")
+    rc("delete", "N", "--upto", "2")
+    rc("topology", "remove", "A", "N")
+    rc.append("A", "a7", "a8")
+    rc("replicate")
+    rc("delete", "B", "--upto", "8")
+    assert (rc.keys("N"), rc.keys("B"), rc.location("Y")["cvv"]) == (["a3", "a4", "a5", "a6"], [], {"A": 8})
+    rc("drill", "disaster", "Y", "--from", "1")
+    planned = rc.json("recover", "location", "Y", "--dry-run")
+    run = rc("recover", "location", "Y", "--json", expect=5).doc
+    for doc in (planned, run):
+        assert (doc["lost"], doc["lost_runs"]) == ({"A": [1, 8]}, {"A": [[1, 2], [7, 8]]})
+        assert [(r["source"], r["rule"]) for r in doc["refused"]] == [("N", "DR3"), ("B", "DR4")]
+    text = rc("recover", "location", "Y", "--dry-run").stdout
+    assert "Y: events A: 1..2 and 7..8 would be lost for good" in text
+
+
 @pytest.mark.parametrize("with_n", [True, False], ids=["N refused by DR3 too", "B alone"])
 def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_names_it_lost(
     rc: Replctl, with_n: bool

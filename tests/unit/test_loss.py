@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replctl.core.loss import own_lost, ranges, ranges_text, span, with_given_up
+from replctl.core.loss import own_lost, ranges, ranges_text, span, union, with_given_up
 from replctl.core.vectortime import VectorTime
 
 
@@ -31,5 +31,12 @@ def test_what_an_accepted_loss_gave_up_is_lost_as_far_as_the_location_held_it_dr
     # Y held A:1..6 and B:1..2 before the loss; accepting merged A:1..2 and B:2..4 and C:1 (never held).
     before = VectorTime({"A": 6, "B": 2})
     given = {"A": (1, 2), "B": (2, 4), "C": (1, 1)}
-    assert with_given_up({}, given, before) == {"A": [1, 2], "B": [2, 2]}
-    assert with_given_up({"B": [1, 1]}, {"B": (2, 2)}, before) == {"B": [1, 2]}
+    assert with_given_up({}, given, before) == {"A": [(1, 2)], "B": [(2, 2)]}
+    assert with_given_up({"B": [(1, 1)]}, {"B": (2, 2)}, before) == {"B": [(1, 2)]}
+    # A gap the given-up range does not touch stays apart (`lost_runs`).
+    assert with_given_up({"A": [(5, 6)]}, {"A": (1, 2)}, before) == {"A": [(1, 2), (5, 6)]}
+
+
+def test_runs_merge_where_they_overlap_or_touch() -> None:
+    assert union([(5, 6), (1, 2), (3, 3), (8, 9), (9, 12)]) == [(1, 3), (5, 6), (8, 12)]
+    assert union([]) == []

@@ -29,6 +29,7 @@ RECOVERY_REPORT: dict[str, Any] = {
     "cvv": {"A": 3, "B": 1},
     "discarded": {},
     "lost": {"A": [2, 3]},
+    "lost_runs": {"A": [[2, 3]]},
     "survivors_upto": 1,
 }
 
