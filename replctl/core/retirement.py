@@ -161,20 +161,15 @@ def stranded_violation(
     origins `name` stores that no other remaining location stores: a relay whose neighbours never got them, or
     the last holder after their origin deleted them (DEL3 counted on it) or retired. Retired, `name` could
     never pass them on either. The hint lets them spread first, while `name` may still connect: add a
-    connection again to the remaining location it last sent to (the one that got furthest; any remaining
-    location when it never had one), replicate, remove it again, then retire.
+    connection again to a remaining location that can take them (`_receiver`), replicate, remove it again,
+    then retire.
     """
     found = stranded_events(locations, name, only_here)
     foreign = {o: sorted(t) for o, t in sorted((others or {}).items()) if o != name and t}
     if found is None and not foreign:
         return None
-    by_name = {loc.name: loc for loc in locations}
-    targets = sorted(
-        (c.target for c in connections if c.source == name and c.target in by_name),
-        key=lambda t: (-by_name[t].cvv[name], t),
-    )
-    remaining = [t for t in targets if not by_name[t].retired]
-    to = remaining[0] if remaining else "LOCATION"
+    stranded = {**({name: list(found.times)} if found is not None else {}), **foreign}
+    to = _receiver(locations, connections, name, stranded)
     details: dict[str, Any] = {}
     if found is not None:
         message = (
@@ -197,15 +192,46 @@ def stranded_violation(
             else f"{held}; a retired location may have no connection again (RET1), so they would be lost with it"
         )
         details["stranded_others"] = {o: list(span(t)) for o, t in foreign.items()}
-    return Violation(
-        code="RET1",
-        message=message,
-        hint=(
+    if to is None:
+        # Every remaining location's clock covers them already (a filter kept them out, or it deleted them):
+        # CF1 would skip them on any connection. A new location joining with `current` history takes every
+        # event `name` still stores (ADD3).
+        message += "; every remaining location's clock covers them already, so no pass would bring them there"
+        hint = (
+            f"keep them at a new location: replctl location add NEW && replctl topology add {name} NEW "
+            f"--history current && replctl replicate {name} NEW && replctl topology remove {name} NEW, then: "
+            f"replctl location retire {name}"
+        )
+    else:
+        hint = (
             f"replctl topology add {name} {to} && replctl replicate {name} {to} && "
             f"replctl topology remove {name} {to}, then: replctl location retire {name}"
-        ),
-        details=details,
+        )
+    return Violation(code="RET1", message=message, hint=hint, details=details)
+
+
+def _receiver(
+    locations: Sequence[Location],
+    connections: Iterable[Connection],
+    name: str,
+    stranded: Mapping[str, Sequence[int]],
+) -> str | None:
+    """The remaining location a plain connection from `name` would bring the stranded events to, or None.
+
+    It must start at once (ADD1: DVV of `name` ≤ its CVV) and its CVV must cover none of them (CF1 would skip
+    them). Preferred: the locations `name` last sent to, the one that got furthest first, then the others.
+    """
+    by_name = {loc.name: loc for loc in locations}
+    source = by_name[name]
+    sent_to = {c.target for c in connections if c.source == name}
+    candidates = sorted(
+        (loc for loc in locations if loc.name != name and not loc.retired),
+        key=lambda loc: (loc.name not in sent_to, -loc.cvv[name], loc.name),
     )
+    for loc in candidates:
+        if source.dvv <= loc.cvv and all(loc.cvv[o] < min(times) for o, times in stranded.items()):
+            return loc.name
+    return None
 
 
 def plan_prune(

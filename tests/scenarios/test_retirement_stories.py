@@ -196,7 +196,9 @@ def test_retiring_a_location_whose_own_events_reached_no_other_location_is_refus
 def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_though_a_cvv_covers_it_ret1(
     rc: Replctl,
 ) -> None:
-    """Z→B passes only x1, whose vt covers y1: B's CVV covers Z:1 by causality, but no one else stores y1."""
+    """Z→B passes only x1, whose vt covers y1: B's CVV covers Z:1 by causality, but no one else stores y1.
+    No connection to B could bring y1 there (CF1), so the hint names a new location joining with `current`
+    history (ADD3), and following it lets Z retire. Before, the hint named B and looped for ever."""
     for name in "BZ":
         rc("location", "add", name)
     rc("topology", "add", "Z", "B", "--filter", "key = 'x1'")
@@ -207,17 +209,27 @@ def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_though_a_
     before = rc.snapshot()
     for dry in ([], ["--dry-run"]):
         refused = rc.json("location", "retire", "Z", *dry, expect=3)["error"]
-        assert (refused["code"], refused["message"]) == (
+        assert (refused["code"], refused["message"], refused["hint"]) == (
             "RET1",
             "refused [RET1]: Z's own events Z:1 are stored at no other remaining location; a retired location "
             "may have no connection again (RET1), so they would be stranded and Z's clock could never be "
-            "pruned (RET3)",
+            "pruned (RET3); every remaining location's clock covers them already, so no pass would bring them "
+            "there",
+            "keep them at a new location: replctl location add NEW && replctl topology add Z NEW --history "
+            "current && replctl replicate Z NEW && replctl topology remove Z NEW, then: replctl location "
+            "retire Z",
         )
         assert (refused["details"]["stranded"], refused["details"]["reached"]) == (
             {"origin": "Z", "from": 1, "to": 1},
             2,
         )
     assert rc.snapshot() == before
+    rc("location", "add", "NEW")
+    rc("topology", "add", "Z", "NEW", "--history", "current")
+    rc("replicate", "Z", "NEW")
+    rc("topology", "remove", "Z", "NEW")
+    rc("location", "retire", "Z")
+    assert (rc.keys("NEW"), rc.keys("B")) == (["y1", "x1"], ["x1"])
 
 
 def test_retiring_a_location_whose_unspread_events_were_deleted_strands_nothing_ret1(rc: Replctl) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replctl.core.model import Location, LocationState, Segment
+from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment
 from replctl.core.recovery import with_baseline
 from replctl.core.retirement import (
     LegacyPrune,
@@ -17,6 +17,7 @@ from replctl.core.retirement import (
     plan_prune,
     restored_location,
     stranded_events,
+    stranded_violation,
 )
 from replctl.core.topology_plans import plan_retire
 from replctl.core.vectortime import VectorTime
@@ -270,3 +271,23 @@ def test_own_events_stored_elsewhere_or_none_are_not_stranded_ret1() -> None:
     # only R:2, so R:1 is stranded.
     filtered = stranded_events([loc("R", {"R": 2}), loc("S", {"R": 2})], "R", [1])
     assert filtered is not None and (filtered.first, filtered.last, filtered.reached) == (1, 1, 2)
+
+
+def test_ret1_hints_a_location_a_pass_would_bring_the_stranded_events_to() -> None:
+    # Z last sent to B, whose CVV covers Z:1 (a filter kept it back): no pass brings it to B (CF1). C's
+    # clock does not cover it and C lacks nothing Z deleted (ADD1): the hint names C.
+    z = Location("Z", cvv=VectorTime({"Z": 2}))
+    b = Location("B", cvv=VectorTime({"Z": 2}))
+    c = Location("C")
+    sent = [Connection("Z", "B", ConnectionState.REMOVED, filter="key = 'x1'", ever_filtered=True)]
+    found = stranded_violation([b, c, z], sent, "Z", [1])
+    assert found is not None and found.hint == (
+        "replctl topology add Z C && replctl replicate Z C && replctl topology remove Z C, then: "
+        "replctl location retire Z"
+    )
+    # Had Z deleted what C lacks, C's connection would wait (ADD1): only a new location is left.
+    deleted = Location("Z", cvv=VectorTime({"Z": 3}), dvv=VectorTime({"Z": 1}))
+    found = stranded_violation([b, c, deleted], sent, "Z", [2])
+    assert found is not None and found.hint.startswith(
+        "keep them at a new location: replctl location add NEW"
+    )
