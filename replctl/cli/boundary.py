@@ -33,6 +33,7 @@ from replctl.cli.confirm import Question, ask, on_terminal
 from replctl.cli.context import AppContext
 from replctl.cli.interrupt import (
     ctrl_c_stops_cleanly,
+    end_within,
     interrupted_exit_code,
     interrupted_outside_an_operation,
 )
@@ -244,11 +245,14 @@ def _say_operation(operation_id: str, command: str) -> None:
 
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:
-    """Ctrl-C or SIGTERM: stop what Spark still runs for this command, then say it in one line (or one JSON
-    document); the exit code says which signal it was (130, 143)."""
-    app.cancel_spark_jobs()
+    """Ctrl-C or SIGTERM: say it in one line (or one JSON document), then stop what Spark still runs for this
+    command; the exit code says which signal it was (130, 143). The process ends within a grace period even
+    if what the interrupted call left behind would hold it (`end_within`)."""
+    code = interrupted_exit_code()
+    end_within(code)
     emit_error(exc, as_json=app.json)
-    return interrupted_exit_code()
+    app.cancel_spark_jobs()
+    return code
 
 
 def _run(

@@ -17,8 +17,11 @@ the exit code differs, 128 + the signal's number as a shell reports a process a 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +34,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 # The signal that stopped the command, for its exit code; the handlers are the process's, so is this.
 _received: list[int] = []
+
+# How long an interrupted command may take to end once it has said so (`end_within`).
+SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
@@ -68,3 +74,23 @@ def interrupted_exit_code() -> int:
 def interrupted_outside_an_operation() -> Interrupted:
     """Ctrl-C before an operation began or in a command that changes nothing: nothing was committed."""
     return Interrupted("interrupted; nothing committed; re-run to resume")
+
+
+def end_within(code: int, seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:
+    """End the process with `code` if it has not ended by itself `seconds` from now.
+
+    An interrupted call can leave something behind that the normal way out waits for: a Spark Connect request
+    still in flight, a client thread pool joined at exit. The command has committed or given up everything it
+    had by then and has said so; a runbook must not hang on it. A daemon timer runs while the interpreter joins
+    its threads and runs its exit handlers, so it ends the process even then; the streams are flushed first.
+    """
+
+    def force() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.start()

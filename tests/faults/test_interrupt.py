@@ -175,3 +175,21 @@ def test_sigterm_between_two_steps_is_one_line_exit_143_journalled_interrupted_a
     assert rc("replicate", "A", "B").code == 0
     assert rc.stored("B") == rc.stored("A")
     assert len(rc.stored("B")) == 3
+
+
+def test_an_interrupted_command_ends_within_the_grace_even_if_an_exit_handler_would_hold_it() -> None:
+    """What an interrupted call leaves behind (a Spark Connect request in flight, a client thread pool joined
+    at exit) must not keep the command from ending: `end_within` ends it with its exit code, its output
+    flushed. The exit handler here never returns."""
+    child = """
+import atexit, sys, threading
+from replctl.cli.interrupt import end_within
+atexit.register(threading.Event().wait)
+end_within(130, seconds=0.5)
+print("interrupted; nothing committed; re-run to resume")
+sys.exit(130)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", child], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (130, "interrupted; nothing committed; re-run to resume\n")

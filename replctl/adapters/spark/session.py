@@ -280,16 +280,21 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
 
 
 def cancel_running_jobs() -> None:
-    """Cancel every job of this process's SparkContext, if it started one (an interrupted command's jobs)."""
+    """Cancel every job of this process's session, if it started one (an interrupted command's jobs): those of
+    its SparkContext, or on a Spark Connect server (the managed engine) every operation of its session, which
+    the server would otherwise run to the end."""
     if "pyspark" not in sys.modules:
         return
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
-    if context is None:
-        return
-    with contextlib.suppress(Exception):  # best effort: the process is ending on Ctrl-C anyway
-        context.cancelAllJobs()
+    # Best effort, both: the process is ending on Ctrl-C anyway.
+    if context is not None:
+        with contextlib.suppress(Exception):
+            context.cancelAllJobs()
+    if _session is not None and _connect is not None:
+        with contextlib.suppress(Exception):
+            _session.interruptAll()
 
 
 def driver_log(home: Path) -> Path:
