@@ -370,7 +370,9 @@ def wait_for_connect(remote: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
             hint=REMOTE_HINT,
         ) from exc
     finally:
-        channel.close()
+        # Closing a gRPC channel waits for its poller (about 0.2 s, a fifth of a warm command); the probe's
+        # channel has nothing in flight, so it is closed beside the command rather than before it.
+        threading.Thread(target=channel.close, name="replctl-probe-close", daemon=True).start()
 
 
 def _connect_address(remote: str) -> tuple[str, int]:
