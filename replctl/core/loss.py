@@ -61,16 +61,15 @@ def own_lost(
 Runs = list[tuple[int, int]]
 
 
-def with_given_up(
-    lost: dict[str, Runs], given_up: Mapping[str, tuple[int, int]], before: VectorTime
-) -> dict[str, Runs]:
-    """`lost` (per origin, runs of origin times `(from, to)`) with what accepted losses gave up (DR5), as far
-    as A held it before (`before`, A's CVV before the loss): what A never held was not A's to lose."""
+def with_given_up(lost: dict[str, Runs], given_up: Mapping[str, Runs], before: VectorTime) -> dict[str, Runs]:
+    """`lost` (per origin, runs of origin times `(from, to)`) with what accepted losses gave up (DR5, runs
+    too), as far as A held it before (`before`, A's CVV before the loss): what A never held was not A's to
+    lose."""
     out = dict(lost)
-    for origin, (lo, deleted) in given_up.items():
-        hi = min(deleted, before[origin])
-        if lo <= hi:
-            out[origin] = union([*out.get(origin, []), (lo, hi)])
+    for origin, runs in given_up.items():
+        held = [(lo, min(deleted, before[origin])) for lo, deleted in runs if lo <= before[origin]]
+        if held:
+            out[origin] = union([*out.get(origin, []), *held])
     return out
 
 

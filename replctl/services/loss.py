@@ -100,7 +100,7 @@ def report_lost(
     doc: dict[str, Any],
     *,
     own: list[int],
-    given_up: Mapping[str, tuple[int, int]] | None = None,
+    given_up: Mapping[str, loss.Runs] | None = None,
     planned: bool = False,
     unproven: Collection[str] = (),
 ) -> None:
@@ -110,7 +110,7 @@ def report_lost(
     A's own part is exact (`own`, from `own_lost_after` or `own_lost_planned`): a CVV covers own events A
     never stored again (a filtered terminal recovery, DR3, brings only what its source stores). In a dry run
     (`planned`) an entry only the run can tell is None. `given_up` is what accepted losses merged into A's
-    CVV (DR5, per origin `(from, to)`): `reached` covers it, yet no event of it came back, so the part A held
+    CVV (DR5, per origin the runs `(from, to)`): `reached` covers it, yet no event of it came back, so the part A held
     before is lost (A's own part is in `own`). `unproven` are the foreign origins of which the run cannot tell
     whether all came back (`unproven_origins`): None too."""
     # Accepted neighbours are unblocked: what they hold comes by ordinary replication (DR5).

@@ -19,6 +19,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from replctl.core import loss as loss_core
 from replctl.core import recovery as dr
 from replctl.core.backups import Manifest
 from replctl.core.jobs import SegmentStats
@@ -160,11 +161,11 @@ def before_loss(ctx: OperationContext, loc: Location) -> tuple[int, VectorTime]:
     return loc.seq, loc.cvv
 
 
-def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, tuple[int, int]]:
+def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, loss_core.Runs]:
     """What the earlier runs on this loss gave up accepting losses (DR5), per origin `(from, to)`: a run
     killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
     more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
-    gone: dict[str, tuple[int, int]] = {}
+    gone: dict[str, loss_core.Runs] = {}
     # Every run while A stayed recovering, not only those back to the newest loss: a loss found again while A
     # was recovering (a second disaster) does not give back what an earlier run gave up.
     for op in _while_recovering(ctx, loc):
@@ -224,10 +225,10 @@ def _start_of_rounds(ctx: OperationContext, loc: Location) -> VectorTime:
     return loc.dvv | loc.baseline
 
 
-def _widen(gone: dict[str, tuple[int, int]], origin: str, lo: int, hi: int) -> None:
-    """Add the origin times `lo..hi` of `origin` to `gone`, as one span per origin (the `lost` shape)."""
-    was = gone.get(origin, (lo, hi))
-    gone[origin] = (min(was[0], lo), max(was[1], hi))
+def _widen(gone: dict[str, loss_core.Runs], origin: str, lo: int, hi: int) -> None:
+    """Add the origin times `lo..hi` of `origin` to `gone`, kept as runs (`lost_runs`): an origin time
+    between two accepted ranges that a round brought back is not lost."""
+    gone[origin] = loss_core.union([*gone.get(origin, []), (lo, hi)])
 
 
 def _check_lost_from(loc: Location, lost_from: int) -> None:
@@ -375,9 +376,10 @@ def finish_recovery(
     if name in gone:
         # An earlier run on this loss merged a refused neighbour's DVV-N[A] into DVV-A (DR5): what it gave up of
         # A's own events is lost, not deleted on purpose, though the catalog's DVV-A now says otherwise.
-        deleted_own = min(deleted_own, gone[name][0] - 1)
-    for origin, (lo, hi) in _event_recovery(ctx, engine, name, accept_loss, doc).items():
-        _widen(gone, origin, lo, hi)
+        deleted_own = min(deleted_own, gone[name][0][0] - 1)
+    for origin, runs in _event_recovery(ctx, engine, name, accept_loss, doc).items():
+        for lo, hi in runs:
+            _widen(gone, origin, lo, hi)
     if not doc["refused"]:
         # A complete recovery counts every baseline entry again (DR1): what A stored under one still held
         # back came from no source, and is lost (core.recovery.unrecovered).
@@ -580,7 +582,7 @@ def _event_recovery(
     name: str,
     accept_loss: bool,
     doc: dict[str, Any],
-) -> dict[str, tuple[int, int]]:
+) -> dict[str, loss_core.Runs]:
     """DR3–DR5: rounds over the eligible sources, then report and block the rest, or accept their loss round
     by round; returns what the accepted losses gave up, per origin `(from, to)` (for `lost`).
 
@@ -607,7 +609,7 @@ def _event_recovery(
     pending = list(sources)
     rounds: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] = []
-    gone: dict[str, tuple[int, int]] = {}
+    gone: dict[str, loss_core.Runs] = {}
     # Every round, first and after each acceptance, runs over the same sources and fills the same report.
     rounds_from = partial(
         _rounds,
@@ -719,7 +721,7 @@ def _accept(
     cvv: VectorTime,
     *,
     doc: dict[str, Any],
-    gone: dict[str, tuple[int, int]],
+    gone: dict[str, loss_core.Runs],
 ) -> VectorTime:
     """DR5 `--accept-loss` for one neighbour: merge what of its DVV A still lacks into CVV-A and A's baseline
     (core.recovery.merge_accepted), unblock it, record it; the dry run accepts on paper what the run accepts

@@ -506,6 +506,33 @@ def test_lost_runs_leave_out_what_the_refused_neighbour_still_holds_between_two_
     assert "Y: events A: 1..2 and 7..8 would be lost for good" in text
 
 
+def test_an_event_a_round_brings_back_between_two_accepted_losses_is_not_named_lost(rc: Replctl) -> None:
+    """DR5 round by round: accepting B's loss gives up c2, c3; B's round then writes c4 back; accepting C's
+    gives up c5, c6. `lost_runs` names the two given-up runs, not c4, in the dry run as in the run. Before,
+    the given-up ranges were kept as one span per origin and the report said C: 2..6."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("C", "c1", "c2", "c3", "c4")
+    rc("replicate")
+    rc.append("C", "c5", "c6")
+    rc("replicate", "C", "A")
+    rc("delete", "A", "--upto", "1")
+    rc("delete", "B", "--upto", "3")
+    rc("delete", "C", "--upto", "6")
+    rc("drill", "disaster", "A", "--from", "1")
+    planned = rc.json("recover", "location", "A", "--accept-loss", "--dry-run")
+    run = rc.json("recover", "location", "A", "--accept-loss")
+    for doc in (planned, run):
+        assert (doc["given_up"], doc["lost"], doc["lost_runs"]) == (
+            {"B": {"C": [2, 3]}, "C": {"C": [5, 6]}},
+            {"C": [2, 6]},
+            {"C": [[2, 3], [5, 6]]},
+        )
+    assert rc.stored("A") == [("C", 4, "c4")]
+
+
 @pytest.mark.parametrize("with_n", [True, False], ids=["N refused by DR3 too", "B alone"])
 def test_accepting_a_loss_gives_up_only_what_the_eligible_source_deleted_and_names_it_lost(
     rc: Replctl, with_n: bool

@@ -30,11 +30,12 @@ def test_own_origin_times_are_those_appended_not_every_seq_em1() -> None:
 def test_what_an_accepted_loss_gave_up_is_lost_as_far_as_the_location_held_it_dr5() -> None:
     # Y held A:1..6 and B:1..2 before the loss; accepting merged A:1..2 and B:2..4 and C:1 (never held).
     before = VectorTime({"A": 6, "B": 2})
-    given = {"A": (1, 2), "B": (2, 4), "C": (1, 1)}
+    given = {"A": [(1, 2)], "B": [(2, 4)], "C": [(1, 1)]}
     assert with_given_up({}, given, before) == {"A": [(1, 2)], "B": [(2, 2)]}
-    assert with_given_up({"B": [(1, 1)]}, {"B": (2, 2)}, before) == {"B": [(1, 2)]}
-    # A gap the given-up range does not touch stays apart (`lost_runs`).
-    assert with_given_up({"A": [(5, 6)]}, {"A": (1, 2)}, before) == {"A": [(1, 2), (5, 6)]}
+    assert with_given_up({"B": [(1, 1)]}, {"B": [(2, 2)]}, before) == {"B": [(1, 2)]}
+    # A gap the given-up ranges do not touch stays apart (`lost_runs`), and so do two given-up ranges.
+    assert with_given_up({"A": [(5, 6)]}, {"A": [(1, 2)]}, before) == {"A": [(1, 2), (5, 6)]}
+    assert with_given_up({}, {"A": [(1, 2), (4, 9)]}, before) == {"A": [(1, 2), (4, 6)]}
 
 
 def test_runs_merge_where_they_overlap_or_touch() -> None:
