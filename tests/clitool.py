@@ -183,6 +183,16 @@ def y_between_b_and_n(rc: Replctl, *, with_n: bool) -> None:
     rc("drill", "disaster", "Y", "--from", "1")
 
 
+def a_between_b_and_c(rc: Replctl, *c_keys: str) -> None:
+    """A↔B and A↔C; C appends `c_keys` (origin times 1, 2, ...); one replicate takes them everywhere."""
+    for name in "ABC":
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "add", "A", "C", "--both")
+    rc.append("C", *c_keys)
+    rc("replicate")
+
+
 def chain_z_y_x(rc: Replctl) -> None:
     """Z→Y→X, y1 at Y and z1, z2 at Z. The connections are taken in name order, so Y→X comes before Z→Y:
     the run's round 1 copies y1 into X before Z→Y has written z1, z2 into Y, and round 2 takes them on."""

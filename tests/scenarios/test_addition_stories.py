@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from clitool import Replctl
+from clitool import Replctl, a_between_b_and_c
 
 pytestmark = pytest.mark.spark
 
@@ -156,12 +156,7 @@ def test_a_current_history_joiner_receives_the_foreign_events_an_accepted_entry_
     # (DR5: DVV-A = {C:4}). E joins from A with `current` history. Merged into CVV-E at once, C:4 made CF1
     # skip c2 and c3 for good although A stores them (ADD3); E now holds it back until they are there, and
     # until then A may not delete them (DEL3).
-    for name in "ABC":
-        rc("location", "add", name)
-    rc("topology", "add", "A", "B", "--both")
-    rc("topology", "add", "A", "C", "--both")
-    rc.append("C", "c1", "c2", "c3", "c4")
-    rc("replicate")
+    a_between_b_and_c(rc, "c1", "c2", "c3", "c4")
     rc("delete", "A", "--upto", "1")
     rc("delete", "B", "--upto", "4")
     rc("delete", "C", "--upto", "4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clitool import Replctl, terminal_once_unfiltered, y_between_b_and_n
+from clitool import Replctl, a_between_b_and_c, terminal_once_unfiltered, y_between_b_and_n
 from crashed import died, killed
 
 pytestmark = pytest.mark.spark
@@ -510,12 +510,7 @@ def test_an_event_a_round_brings_back_between_two_accepted_losses_is_not_named_l
     """DR5 round by round: accepting B's loss gives up c2, c3; B's round then writes c4 back; accepting C's
     gives up c5, c6. `lost_runs` names the two given-up runs, not c4, in the dry run as in the run. Before,
     the given-up ranges were kept as one span per origin and the report said C: 2..6."""
-    for name in "ABC":
-        rc("location", "add", name)
-    rc("topology", "add", "A", "B", "--both")
-    rc("topology", "add", "A", "C", "--both")
-    rc.append("C", "c1", "c2", "c3", "c4")
-    rc("replicate")
+    a_between_b_and_c(rc, "c1", "c2", "c3", "c4")
     rc.append("C", "c5", "c6")
     rc("replicate", "C", "A")
     rc("delete", "A", "--upto", "1")
