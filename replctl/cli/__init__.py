@@ -273,5 +273,9 @@ def root(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: the process is the command's, so an interrupted command may end it
+    (`interrupt.end_within`); a host that calls `app` itself keeps its process."""
+    from replctl.cli import interrupt
+
+    interrupt.OWNS_PROCESS = True
     app()

@@ -38,6 +38,10 @@ _received: list[int] = []
 # How long an interrupted command may take to end once it has said so (`end_within`).
 SHUTDOWN_GRACE_SECONDS = 5.0
 
+# Whether the command runs as its own process (`replctl`, `python -m replctl`; set by `cli.main`), which
+# `end_within` may end; a host that calls the Typer app in its own process (tests, embedding) is left alone.
+OWNS_PROCESS = False
+
 
 def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
     _received.append(signum)
@@ -77,13 +81,17 @@ def interrupted_outside_an_operation() -> Interrupted:
 
 
 def end_within(code: int, seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:
-    """End the process with `code` if it has not ended by itself `seconds` from now.
+    """End the process with `code` if it has not ended by itself `seconds` from now (only when the command
+    owns the process, `OWNS_PROCESS`).
 
     An interrupted call can leave something behind that the normal way out waits for: a Spark Connect request
     still in flight, a client thread pool joined at exit. The command has committed or given up everything it
     had by then and has said so; a runbook must not hang on it. A daemon timer runs while the interpreter joins
     its threads and runs its exit handlers, so it ends the process even then; the streams are flushed first.
     """
+
+    if not OWNS_PROCESS:
+        return
 
     def force() -> None:
         for stream in (sys.stdout, sys.stderr):

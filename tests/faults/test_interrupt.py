@@ -183,9 +183,10 @@ def test_an_interrupted_command_ends_within_the_grace_even_if_an_exit_handler_wo
     flushed. The exit handler here never returns."""
     child = """
 import atexit, sys, threading
-from replctl.cli.interrupt import end_within
+from replctl.cli import interrupt
 atexit.register(threading.Event().wait)
-end_within(130, seconds=0.5)
+interrupt.OWNS_PROCESS = True  # as replctl's entry point sets it
+interrupt.end_within(130, seconds=0.5)
 print("interrupted; nothing committed; re-run to resume")
 sys.exit(130)
 """
@@ -193,3 +194,13 @@ sys.exit(130)
         [sys.executable, "-c", child], check=False, capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stdout) == (130, "interrupted; nothing committed; re-run to resume\n")
+
+
+def test_a_host_that_calls_the_app_in_its_own_process_is_never_ended_by_it() -> None:
+    """Tests and embedding hosts call the Typer app themselves: an interrupted command there must not end
+    their process (`OWNS_PROCESS` is set only by replctl's entry point)."""
+    from replctl.cli import interrupt
+
+    assert not interrupt.OWNS_PROCESS
+    interrupt.end_within(1, seconds=0.01)
+    time.sleep(0.2)  # still here: had the timer been armed, this process would have ended with exit 1
