@@ -23,12 +23,12 @@ Pruning runs in two phases so that every state between two commits is one replic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from replctl.core.loss import ranges_text, span
-from replctl.core.model import Connection, Location, Segment, Violation
+from replctl.core.model import Connection, Location, LocationState, Role, Segment, Violation
 from replctl.core.vectortime import VectorTime
 
 
@@ -154,6 +154,8 @@ def stranded_violation(
     name: str,
     only_here: Sequence[int],
     others: Mapping[str, Sequence[int]] | None = None,
+    *,
+    may_connect: Callable[[str], bool] | None = None,
 ) -> Violation | None:
     """The refusal of `location retire NAME` while it would strand events (RET1, RET3), or None.
 
@@ -161,15 +163,15 @@ def stranded_violation(
     origins `name` stores that no other remaining location stores: a relay whose neighbours never got them, or
     the last holder after their origin deleted them (DEL3 counted on it) or retired. Retired, `name` could
     never pass them on either. The hint lets them spread first, while `name` may still connect: add a
-    connection again to a remaining location that can take them (`_receiver`), replicate, remove it again,
-    then retire.
+    connection again to a remaining location that can take them (`_receiver`; `may_connect` says whether the
+    topology rules allow a plain connection from `name` to it), replicate, remove it again, then retire.
     """
     found = stranded_events(locations, name, only_here)
     foreign = {o: sorted(t) for o, t in sorted((others or {}).items()) if o != name and t}
     if found is None and not foreign:
         return None
     stranded = {**({name: list(found.times)} if found is not None else {}), **foreign}
-    to = _receiver(locations, connections, name, stranded)
+    to = _receiver(locations, connections, name, stranded, may_connect or (lambda _target: True))
     details: dict[str, Any] = {}
     if found is not None:
         message = (
@@ -192,11 +194,20 @@ def stranded_violation(
             else f"{held}; a retired location may have no connection again (RET1), so they would be lost with it"
         )
         details["stranded_others"] = {o: list(span(t)) for o, t in foreign.items()}
-    if to is None:
-        # Every remaining location's clock covers them already (a filter kept them out, or it deleted them):
-        # CF1 would skip them on any connection. A new location joining with `current` history takes every
+    by_name = {loc.name: loc for loc in locations}
+    if by_name[name].role is Role.READ_ONLY:
+        # No connection may leave a read-only location (ROLE1): what only it stores can only be given up.
+        message += f"; {name} is read-only and can pass nothing on (ROLE1)"
+        hint = (
+            f"keep a copy (replctl backup create {name}), give them up on purpose (replctl delete {name} "
+            f"--upto {by_name[name].seq}), then: replctl location retire {name}"
+        )
+    elif to is None:
+        # No remaining location takes them over a plain connection now: its clock covers them (a filter kept
+        # them out, or it deleted them, CF1), it lacks events `name` deleted (ADD1), it is recovering, or the
+        # topology rules refuse the connection. A new location joining with `current` history takes every
         # event `name` still stores (ADD3).
-        message += "; every remaining location's clock covers them already, so no pass would bring them there"
+        message += "; no remaining location would receive them over a connection now"
         hint = (
             f"keep them at a new location: replctl location add NEW && replctl topology add {name} NEW "
             f"--history current && replctl replicate {name} NEW && replctl topology remove {name} NEW, then: "
@@ -215,11 +226,14 @@ def _receiver(
     connections: Iterable[Connection],
     name: str,
     stranded: Mapping[str, Sequence[int]],
+    may_connect: Callable[[str], bool],
 ) -> str | None:
     """The remaining location a plain connection from `name` would bring the stranded events to, or None.
 
-    It must start at once (ADD1: DVV of `name` ≤ its CVV) and its CVV must cover none of them (CF1 would skip
-    them). Preferred: the locations `name` last sent to, the one that got furthest first, then the others.
+    The topology rules must allow the connection (`may_connect`), the location must be active (a pass into a
+    recovering one waits, DR0), the connection must start at once (ADD1: DVV of `name` ≤ its CVV), and its
+    CVV must cover none of them (CF1 would skip them). Preferred: the locations `name` last sent to, the one
+    that got furthest first, then the others.
     """
     by_name = {loc.name: loc for loc in locations}
     source = by_name[name]
@@ -229,7 +243,12 @@ def _receiver(
         key=lambda loc: (loc.name not in sent_to, -loc.cvv[name], loc.name),
     )
     for loc in candidates:
-        if source.dvv <= loc.cvv and all(loc.cvv[o] < min(times) for o, times in stranded.items()):
+        if (
+            loc.state is LocationState.ACTIVE
+            and source.dvv <= loc.cvv
+            and all(loc.cvv[o] < min(times) for o, times in stranded.items())
+            and may_connect(loc.name)
+        ):
             return loc.name
     return None
 

@@ -32,6 +32,7 @@ from replctl.core.startrule import (
     start_rule,
 )
 from replctl.core.topology import TopologyState
+from replctl.core.topology_rules import admission_projection
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services.lookup import get_location
@@ -393,8 +394,21 @@ def _plan_retire(
         return decision
     if scan is None or not scan.still_true(tx):
         raise StaleRead(name)
+
+    def may_connect(target: str) -> bool:
+        # A connection the hint names must be one `topology add` accepts and whose passes no admission
+        # projection can block (RFC2).
+        return plans.plan_connection_add(state, name, target).ok and not admission_projection(
+            state, name, target
+        )
+
     stranded = stranded_violation(
-        tx.locations(), tx.connections(), name, list(scan.only_here), {o: list(t) for o, t in scan.others}
+        tx.locations(),
+        tx.connections(),
+        name,
+        list(scan.only_here),
+        {o: list(t) for o, t in scan.others},
+        may_connect=may_connect,
     )
     return decision if stranded is None else plans.Decision(violations=(stranded,))
 

@@ -213,8 +213,7 @@ def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_though_a_
             "RET1",
             "refused [RET1]: Z's own events Z:1 are stored at no other remaining location; a retired location "
             "may have no connection again (RET1), so they would be stranded and Z's clock could never be "
-            "pruned (RET3); every remaining location's clock covers them already, so no pass would bring them "
-            "there",
+            "pruned (RET3); no remaining location would receive them over a connection now",
             "keep them at a new location: replctl location add NEW && replctl topology add Z NEW --history "
             "current && replctl replicate Z NEW && replctl topology remove Z NEW, then: replctl location "
             "retire Z",

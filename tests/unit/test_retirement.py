@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replctl.core.model import Connection, ConnectionState, Location, LocationState, Segment
+from replctl.core.model import Connection, ConnectionState, Location, LocationState, Role, Segment
 from replctl.core.recovery import with_baseline
 from replctl.core.retirement import (
     LegacyPrune,
@@ -290,4 +291,22 @@ def test_ret1_hints_a_location_a_pass_would_bring_the_stranded_events_to() -> No
     found = stranded_violation([b, c, deleted], sent, "Z", [2])
     assert found is not None and (found.hint or "").startswith(
         "keep them at a new location: replctl location add NEW"
+    )
+    assert found.message.endswith("; no remaining location would receive them over a connection now")
+    # Nor is C named when the topology rules refuse Z→C (e.g. F1), or while C recovers (its pass waits, DR0).
+    refused = stranded_violation([b, c, z], sent, "Z", [1], may_connect=lambda target: target != "C")
+    recovering = stranded_violation([b, replace(c, state=LocationState.RECOVERING), z], sent, "Z", [1])
+    for found in (refused, recovering):
+        assert found is not None and (found.hint or "").startswith("keep them at a new location")
+
+
+def test_ret1_at_a_read_only_location_names_the_only_way_out_rol1() -> None:
+    # R received x1 and is its last holder; a read-only location has no connection out (ROLE1).
+    r = Location("R", role=Role.READ_ONLY, seq=4, cvv=VectorTime({"X": 1}))
+    found = stranded_violation([r, Location("B")], [], "R", [], {"X": [1]})
+    assert found is not None
+    assert found.message.endswith("; R is read-only and can pass nothing on (ROLE1)")
+    assert found.hint == (
+        "keep a copy (replctl backup create R), give them up on purpose (replctl delete R --upto 4), then: "
+        "replctl location retire R"
     )
