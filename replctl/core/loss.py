@@ -73,6 +73,25 @@ def with_given_up(lost: dict[str, Runs], given_up: Mapping[str, Runs], before: V
     return out
 
 
+def own_runs(lost: Iterable[int], emitted: Iterable[tuple[int, int]]) -> Runs:
+    """A's own lost origin times as runs of A's events: two lost times join when no own event A still has
+    lies between them. Own origin times are A's seqs at its appends (EM1, `emitted` the appends' seq ranges),
+    so the times of events A received are no events of A's and do not split a run."""
+    spans = sorted(emitted)
+    out: Runs = []
+    for t in sorted(set(lost)):
+        if out and not _emitted_between(spans, out[-1][1], t):
+            out[-1] = (out[-1][0], t)
+        else:
+            out.append((t, t))
+    return out
+
+
+def _emitted_between(spans: list[tuple[int, int]], after: int, before: int) -> bool:
+    """Whether some emitted seq lies strictly between `after` and `before` (`spans` sorted, maybe overlapping)."""
+    return any(lo < before and hi > after and max(lo, after + 1) <= min(hi, before - 1) for lo, hi in spans)
+
+
 def union(runs: Iterable[tuple[int, int]]) -> Runs:
     """Runs of origin times merged where they overlap or touch, in order: `(1, 2), (3, 5)` → `(1, 5)`."""
     out: Runs = []

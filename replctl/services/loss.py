@@ -134,7 +134,7 @@ def report_lost(
         # A's CVV covers them now, so its shortfall says nothing about them. Unknown, as the dry run says.
         runs[origin] = None
     if own:
-        runs[name] = loss.ranges(own)
+        runs[name] = loss.own_runs(own, emitted_ranges(tx, name))
     # `lost` names each origin's first and last lost origin time, `lost_runs` exactly which: what a refused
     # neighbour still holds between two gaps is not lost (DR5), nor are the times of other origins' events
     # between two own ones (EM1).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replctl.core.loss import own_lost, ranges, ranges_text, span, union, with_given_up
+from replctl.core.loss import own_lost, own_runs, ranges, ranges_text, span, union, with_given_up
 from replctl.core.vectortime import VectorTime
 
 
@@ -41,3 +41,11 @@ def test_what_an_accepted_loss_gave_up_is_lost_as_far_as_the_location_held_it_dr
 def test_runs_merge_where_they_overlap_or_touch() -> None:
     assert union([(5, 6), (1, 2), (3, 3), (8, 9), (9, 12)]) == [(1, 3), (5, 6), (8, 12)]
     assert union([]) == []
+
+
+def test_own_lost_runs_are_not_split_by_the_times_of_events_received_em1() -> None:
+    # A appended at seqs 1, 3..4 and 6 (2 and 5 were received); it lost 1, 3 and 6 but still has 4.
+    emitted = [(1, 1), (3, 4), (6, 6)]
+    assert own_runs([1, 3, 6], emitted) == [(1, 3), (6, 6)]
+    assert own_runs([1, 3, 4, 6], emitted) == [(1, 6)]
+    assert own_runs([], emitted) == []
