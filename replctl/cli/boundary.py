@@ -18,6 +18,7 @@ the files it reads (`services.plans`); any other command refuses the option (exi
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -213,6 +214,7 @@ def run(
     """
     app_ctx: AppContext = ctx.obj
     code = 0
+    interrupted = False
     started = time.monotonic()
     try:
         with ctrl_c_stops_cleanly(), ExitStack() as scope:
@@ -225,9 +227,9 @@ def run(
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases): nothing was
         # committed.
-        code = _interrupted(app_ctx, interrupted_outside_an_operation())
+        code, interrupted = _interrupted(app_ctx, interrupted_outside_an_operation()), True
     except Interrupted as exc:
-        code = _interrupted(app_ctx, exc)
+        code, interrupted = _interrupted(app_ctx, exc), True
     except OSError as exc:
         if is_closed_pipe(exc):  # the -v line says so; the root group ends the command (cli.closedpipe)
             code = CLOSED_PIPE_EXIT
@@ -236,7 +238,15 @@ def run(
         app_ctx.close()
         if app_ctx.verbose:
             sys.stderr.write(f"{ctx.command_path}: exit {code} after {time.monotonic() - started:.2f} s\n")
+        if interrupted:
+            # Everything the command owns is closed and said: what the interrupted call left behind (a Spark
+            # Connect request in flight, a client thread pool joined at exit) may not hold the process.
+            end_within(code)
     raise typer.Exit(code)
+
+
+# How long an interrupted command waits for its Spark jobs to be cancelled before it ends anyway.
+CANCEL_SECONDS = 3.0
 
 
 def _say_operation(operation_id: str, command: str) -> None:
@@ -246,13 +256,13 @@ def _say_operation(operation_id: str, command: str) -> None:
 
 def _interrupted(app: AppContext, exc: Interrupted) -> int:
     """Ctrl-C or SIGTERM: say it in one line (or one JSON document), then stop what Spark still runs for this
-    command; the exit code says which signal it was (130, 143). The process ends within a grace period even
-    if what the interrupted call left behind would hold it (`end_within`)."""
-    code = interrupted_exit_code()
-    end_within(code)
+    command, for a few seconds at most (a managed engine that no longer answers is retried for minutes by
+    the Spark Connect client); the exit code says which signal it was (130, 143)."""
     emit_error(exc, as_json=app.json)
-    app.cancel_spark_jobs()
-    return code
+    cancelling = threading.Thread(target=app.cancel_spark_jobs, name="replctl-cancel", daemon=True)
+    cancelling.start()
+    cancelling.join(CANCEL_SECONDS)
+    return interrupted_exit_code()
 
 
 def _run(
