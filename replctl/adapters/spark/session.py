@@ -135,6 +135,9 @@ class SparkSettings:
         return (self.master, self.remote, self.conf, self.tuned, self.cds, self.java_options, self.managed)
 
 
+# The tag of this process's operations on a Spark Connect server (`_build_connect`).
+_CONNECT_TAG = f"replctl-{os.getpid()}"
+
 _session: SparkSession | None = None
 _session_key: tuple[Any, ...] | None = None
 # The log that explains a Spark failure: the driver log of a local JVM, or the managed engine's log.
@@ -281,8 +284,8 @@ def _build_classic(settings: SparkSettings) -> SparkSession:
 
 def cancel_running_jobs() -> None:
     """Cancel every job of this process's session, if it started one (an interrupted command's jobs): those of
-    its SparkContext, or on a Spark Connect server (the managed engine) every operation of its session, which
-    the server would otherwise run to the end."""
+    its SparkContext, or on a Spark Connect server (the managed engine) the operations it tagged, which the
+    server would otherwise run to the end."""
     if "pyspark" not in sys.modules:
         return
     from pyspark import SparkContext
@@ -294,7 +297,7 @@ def cancel_running_jobs() -> None:
             context.cancelAllJobs()
     if _session is not None and _connect is not None:
         with contextlib.suppress(Exception):
-            _session.interruptAll()
+            _session.interruptTag(_CONNECT_TAG)
 
 
 def driver_log(home: Path) -> Path:
@@ -404,6 +407,9 @@ def _build_connect(settings: SparkSettings) -> SparkSession:
     try:
         # Creating the client asks the server nothing; the options given to the builder are its first calls.
         session = builder.getOrCreate()
+        # Every operation this process starts carries its tag, so an interrupted command stops its own and
+        # no other client's on a shared session (`cancel_running_jobs`).
+        session.addTag(_CONNECT_TAG)
         if settings.managed:
             _fail_fast(session)
             for k, v in options:
