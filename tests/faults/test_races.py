@@ -285,8 +285,10 @@ def test_a_deletion_of_the_only_other_copy_during_location_retire_scan_makes_it_
         "RET1",
         "refused [RET1]: Z's own events Z:1 are stored at no other remaining location; a retired location "
         "may have no connection again (RET1), so they would be stranded and Z's clock could never be pruned "
-        "(RET3)",
+        "(RET3); no remaining location would receive them over a connection now",
     )
+    # A deleted z1, so its CVV covers it: a connection back to A would bring nothing (CF1).
+    assert error["hint"].startswith("keep them at a new location: replctl location add NEW")
     assert rc.location("Z")["state"] == "active"
     assert rc.keys("A") == ["z2"]
     ops = rc.json("ops", "list", "--limit", "2")["operations"]
