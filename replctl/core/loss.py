@@ -89,7 +89,7 @@ def own_runs(lost: Iterable[int], emitted: Iterable[tuple[int, int]]) -> Runs:
 
 def _emitted_between(spans: list[tuple[int, int]], after: int, before: int) -> bool:
     """Whether some emitted seq lies strictly between `after` and `before` (`spans` sorted, maybe overlapping)."""
-    return any(lo < before and hi > after and max(lo, after + 1) <= min(hi, before - 1) for lo, hi in spans)
+    return any(max(lo, after + 1) <= min(hi, before - 1) for lo, hi in spans)
 
 
 def union(runs: Iterable[tuple[int, int]]) -> Runs:

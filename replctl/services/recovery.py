@@ -162,7 +162,7 @@ def before_loss(ctx: OperationContext, loc: Location) -> tuple[int, VectorTime]:
 
 
 def _given_up_before(ctx: OperationContext, loc: Location) -> dict[str, loss_core.Runs]:
-    """What the earlier runs on this loss gave up accepting losses (DR5), per origin `(from, to)`: a run
+    """What the earlier runs on this loss gave up accepting losses (DR5), per origin the runs `(from, to)`: a run
     killed after its merges, or one that ended incomplete, reported none of it, and its re-run merges nothing
     more (the merged DVVs are in A's CVV already), yet it must still name it in `lost`."""
     gone: dict[str, loss_core.Runs] = {}
@@ -584,7 +584,7 @@ def _event_recovery(
     doc: dict[str, Any],
 ) -> dict[str, loss_core.Runs]:
     """DR3–DR5: rounds over the eligible sources, then report and block the rest, or accept their loss round
-    by round; returns what the accepted losses gave up, per origin `(from, to)` (for `lost`).
+    by round; returns what the accepted losses gave up, per origin the runs `(from, to)` (for `lost_runs`).
 
     Accepting is done in DR4's order, never all at once: first the DVV of the eligible source that gives up
     least (`least_loss`), then DR4's rounds again in this run, until every eligible source served; only then
