@@ -185,16 +185,17 @@ class Engine:
     def _writes_locally(
         self, events: list[dict[str, Any]] | None, parquet_path: str | None, generate: int | None
     ) -> bool:
-        """Up to `LOCAL_APPEND_LIMIT` events from `--event`, a `.jsonl` file or one Parquet file, on a local
+        """Up to `local_limit` events (`config`) from `--event`, a `.jsonl` file or one Parquet file, on a local
         store; `--generate` and folders stay Spark's."""
-        from replctl.adapters.logstore.writer import LOCAL_APPEND_LIMIT, local_parquet_rows
+        from replctl.adapters.logstore.writer import local_parquet_rows
 
-        if not self.store.is_local or generate is not None:
+        limit = self.settings.local_limit
+        if not self.store.is_local or generate is not None or limit <= 0:
             return False
         if parquet_path is not None:
             rows = local_parquet_rows(Path(parquet_path))
-            return rows is not None and rows <= LOCAL_APPEND_LIMIT
-        return len(events or ()) <= LOCAL_APPEND_LIMIT
+            return rows is not None and rows <= limit
+        return len(events or ()) <= limit
 
     def read_log(
         self, segments: Sequence[Segment], *, from_seq: int = 0, limit: int | None = None
@@ -241,7 +242,12 @@ class Engine:
             )
 
     def replicate_pass(self, spec: PassSpec) -> PassResult:
-        """One replication pass X→Y (REP1); see `adapters.spark.jobs.replicate_pass`."""
+        """One replication pass X→Y (REP1): a small unfiltered one on a local store without a JVM
+        (`logstore.localpass`), any other as a Spark job (`adapters.spark.jobs.replicate_pass`)."""
+        from replctl.adapters.logstore import localpass
+
+        if localpass.runs_locally(self.store, spec, self.settings.local_limit):
+            return localpass.replicate_pass(self.store, spec)
         from replctl.adapters.spark import jobs
 
         with self._step(

@@ -25,7 +25,7 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.dataplane import Engine
 from replctl.adapters.logbackups import LogBackups
 from replctl.adapters.logstore import LogStore
-from replctl.config import Settings
+from replctl.config import DEFAULT_LOCAL_LIMIT, Settings
 from replctl.services import ports
 from replctl.services.ports import DataPlane
 
@@ -42,7 +42,7 @@ def catalog(tmp_path: Path) -> Iterator[Catalog]:
 class _SharedSessionEngine(Engine):
     """The real data plane, its jobs run on the test run's one Spark session (tests/spark_session.py)."""
 
-    def __init__(self, store: LogStore, session: Any, home: Path) -> None:
+    def __init__(self, store: LogStore, session: Any, home: Path, *, local_limit: int = 0) -> None:
         settings = Settings(
             db="",
             store=str(store.root),
@@ -54,6 +54,7 @@ class _SharedSessionEngine(Engine):
             file_mode=0o600,
             home=home,  # unused: the session is given
             config_path=None,
+            local_limit=local_limit,
         )
         super().__init__(store, settings)
         self._session = session
@@ -63,14 +64,23 @@ class _SharedSessionEngine(Engine):
         return self._session
 
 
-@pytest.fixture(params=["fake", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.fixture(
+    params=[
+        "fake",
+        pytest.param("spark", marks=pytest.mark.spark),
+        pytest.param("local", marks=pytest.mark.spark),
+    ]
+)
 def plane(request: pytest.FixtureRequest, tmp_path: Path) -> DataPlane:
-    """The data plane a story runs on: the fake, or Spark (the contract side)."""
+    """The data plane a story runs on: the fake, or the real one (the contract side) with every job on Spark
+    ("spark"), or with small work done without Spark as commands do by default ("local": the local pass and
+    append writer, `config.DEFAULT_LOCAL_LIMIT`)."""
     if request.param == "fake":
         return FakeDataPlane()
     store = LogStore(tmp_path / "logs")
     store.create_root()
-    return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home")
+    limit = DEFAULT_LOCAL_LIMIT if request.param == "local" else 0
+    return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home", local_limit=limit)
 
 
 @pytest.fixture
@@ -85,6 +95,6 @@ def backups(plane: DataPlane, tmp_path: Path) -> ports.BackupStore:
     assert isinstance(plane.store, LogStore)
 
     def reader(copies: LogStore) -> Engine:
-        return _SharedSessionEngine(copies, session, home)
+        return _SharedSessionEngine(copies, session, home, local_limit=plane.settings.local_limit)
 
     return LogBackups(BackupStore(tmp_path / "backups"), plane.store, reader)
