@@ -209,17 +209,22 @@ def _flag(value: Any, name: str) -> bool:
     raise InvalidInput(f"{name} must be true or false, got {value!r}", code="bad-config")
 
 
-def _count(value: Any, name: str) -> int:
+def _count(value: Any, source: str) -> int:
+    """`local_limit`: a whole number of events, 0 or more (exit 2 naming where the value came from)."""
+    where = {"env": "REPLCTL_LOCAL_LIMIT", "config": "local_limit in the config file"}.get(
+        source, "local_limit"
+    )
     # TOML gives an int; the environment gives text.
     try:
         number = value if isinstance(value, int) and not isinstance(value, bool) else int(str(value).strip())
     except ValueError:
         number = -1
     if number < 0:
+        example = "REPLCTL_LOCAL_LIMIT=100000" if source == "env" else "local_limit = 100000"
         raise InvalidInput(
-            f"{name} must be a whole number of events, 0 or more, got {value!r}",
+            f"{where} must be a whole number of events, 0 or more, got {value!r}",
             code="bad-config",
-            hint=f"e.g. {name} = 100000 (0 runs all data work on Spark)",
+            hint=f"e.g. {example} (0 sends every append and replication pass to Spark)",
         )
     return number
 
@@ -320,6 +325,6 @@ def resolve(
         home=home,
         config_path=config_path,
         require_recoverable=_flag(values["require_recoverable"], "require_recoverable"),
-        local_limit=_count(values["local_limit"], "local_limit"),
+        local_limit=_count(values["local_limit"], origins["local_limit"].source),
         origins=origins,
     )

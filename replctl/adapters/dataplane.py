@@ -28,6 +28,9 @@ from replctl.core.model import Segment, SegmentFile
 from replctl.core.recovery import FileRead
 from replctl.errors import EnvironmentFailure
 
+# Spark settings that change the Parquet files Spark writes (`Engine._local_limit`).
+_PARQUET_WRITER_SETTINGS = ("spark.sql.parquet.", "spark.hadoop.parquet.")
+
 
 @dataclass(frozen=True)
 class SparkChoice:
@@ -182,6 +185,13 @@ class Engine:
                 out_rel=out_rel,
             )
 
+    def _local_limit(self) -> int:
+        """`local_limit`, or 0 when a Spark setting changes how Parquet is written (its timestamp type, its
+        codec): the JVM-free writers write Spark's defaults, so such a store's segments come from Spark."""
+        if any(key.startswith(_PARQUET_WRITER_SETTINGS) for key, _ in self.settings.spark_conf):
+            return 0
+        return self.settings.local_limit
+
     def _writes_locally(
         self, events: list[dict[str, Any]] | None, parquet_path: str | None, generate: int | None
     ) -> bool:
@@ -189,7 +199,7 @@ class Engine:
         store; `--generate` and folders stay Spark's."""
         from replctl.adapters.logstore.writer import local_parquet_rows
 
-        limit = self.settings.local_limit
+        limit = self._local_limit()
         if not self.store.is_local or generate is not None or limit <= 0:
             return False
         if parquet_path is not None:
@@ -246,7 +256,7 @@ class Engine:
         (`logstore.localpass`), any other as a Spark job (`adapters.spark.jobs.replicate_pass`)."""
         from replctl.adapters.logstore import localpass
 
-        if localpass.runs_locally(self.store, spec, self.settings.local_limit):
+        if localpass.runs_locally(self.store, spec, self._local_limit()):
             return localpass.replicate_pass(self.store, spec)
         from replctl.adapters.spark import jobs
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fakes.backupstore import FakeBackupStore
 from fakes.dataplane import FakeDataPlane, FakeStore
+from shared_engine import SharedSessionEngine
 
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.catalog import migrate
@@ -25,7 +25,7 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.dataplane import Engine
 from replctl.adapters.logbackups import LogBackups
 from replctl.adapters.logstore import LogStore
-from replctl.config import DEFAULT_LOCAL_LIMIT, Settings
+from replctl.config import DEFAULT_LOCAL_LIMIT
 from replctl.services import ports
 from replctl.services.ports import DataPlane
 
@@ -37,31 +37,6 @@ def catalog(tmp_path: Path) -> Iterator[Catalog]:
     migrate.upgrade(url)
     with Catalog(url) as opened:
         yield opened
-
-
-class _SharedSessionEngine(Engine):
-    """The real data plane, its jobs run on the test run's one Spark session (tests/spark_session.py)."""
-
-    def __init__(self, store: LogStore, session: Any, home: Path, *, local_limit: int = 0) -> None:
-        settings = Settings(
-            db="",
-            store=str(store.root),
-            backup_store="",
-            spark_master="local[2]",
-            spark_remote=None,
-            spark_conf=(),
-            output="text",
-            file_mode=0o600,
-            home=home,  # unused: the session is given
-            config_path=None,
-            local_limit=local_limit,
-        )
-        super().__init__(store, settings)
-        self._session = session
-
-    def spark(self) -> Any:
-        """The shared session, never another."""
-        return self._session
 
 
 @pytest.fixture(
@@ -80,7 +55,7 @@ def plane(request: pytest.FixtureRequest, tmp_path: Path) -> DataPlane:
     store = LogStore(tmp_path / "logs")
     store.create_root()
     limit = DEFAULT_LOCAL_LIMIT if request.param == "local" else 0
-    return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home", local_limit=limit)
+    return SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home", local_limit=limit)
 
 
 @pytest.fixture
@@ -90,11 +65,11 @@ def backups(plane: DataPlane, tmp_path: Path) -> ports.BackupStore:
     if isinstance(plane, FakeDataPlane):
         assert isinstance(plane.store, FakeStore)
         return FakeBackupStore(plane.store)
-    assert isinstance(plane, _SharedSessionEngine)
+    assert isinstance(plane, SharedSessionEngine)
     session, home = plane.spark(), tmp_path / "home"
     assert isinstance(plane.store, LogStore)
 
     def reader(copies: LogStore) -> Engine:
-        return _SharedSessionEngine(copies, session, home, local_limit=plane.settings.local_limit)
+        return SharedSessionEngine(copies, session, home, local_limit=plane.settings.local_limit)
 
     return LogBackups(BackupStore(tmp_path / "backups"), plane.store, reader)

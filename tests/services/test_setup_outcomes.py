@@ -167,10 +167,19 @@ def test_the_local_limit_comes_from_the_environment_or_the_file_and_refuses_what
     for env_value in ("-1", "many", "1.5"):
         with pytest.raises(InvalidInput) as refused:
             resolve({}, env={**home, "REPLCTL_LOCAL_LIMIT": env_value}, cwd=tmp_path)
-        assert (
-            str(refused.value)
-            == f"local_limit must be a whole number of events, 0 or more, got {env_value!r}"
+        assert str(refused.value) == (
+            f"REPLCTL_LOCAL_LIMIT must be a whole number of events, 0 or more, got {env_value!r}"
         )
+        assert refused.value.hint == (
+            "e.g. REPLCTL_LOCAL_LIMIT=100000 (0 sends every append and replication pass to Spark)"
+        )
+    # The environment over the file, as for every setting.
+    assert resolve({}, env={**home, "REPLCTL_LOCAL_LIMIT": "7"}, cwd=tmp_path).local_limit == 7
+    (tmp_path / "replctl.toml").write_text("local_limit = -2\n")
+    with pytest.raises(
+        InvalidInput, match=r"^local_limit in the config file must be a whole number of events"
+    ):
+        resolve({}, env=home, cwd=tmp_path)
     (tmp_path / "replctl.toml").write_text('local_limit = "500"\n')
     with pytest.raises(InvalidInput, match="local_limit must be a whole number, got a string"):
         resolve({}, env=home, cwd=tmp_path)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 from segment_rows import assert_same_file_shape, catalogued_all
+from shared_engine import SharedSessionEngine
 
 from replctl.adapters.logstore import LogStore, localpass
 from replctl.adapters.logstore.reader import read_local
@@ -20,7 +21,7 @@ from replctl.adapters.logstore.sourcechecks import WIDE_VECTOR_KEYS
 from replctl.adapters.logstore.writer import append_local
 from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
 from replctl.core.jobs import PassResult, PassSpec, SegmentStats
-from replctl.core.model import Segment
+from replctl.core.model import Segment, SegmentFile
 from replctl.core.vectortime import VectorTime
 from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure
 
@@ -507,15 +508,14 @@ def _same_segments(spark: Any, store: LogStore, by_spark: str, by_arrow: str) ->
     return spark_reads_arrow
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_the_local_pass_decides_and_writes_as_the_spark_pass(spark: Any, store: LogStore, seed: int) -> None:
     # Random causal histories, the source in three segments of the three writers (a pass's output read from
     # Parquet, the Spark append job's and the local append writer's, whose nullability differ), a random
-    # progress and target; seeds 4 and 5 use wide vectors (the other LUB and key check of the Spark pass).
+    # progress and target.
     rng = random.Random(seed)
-    names = WIDE if seed >= 4 else None
     # A's first six events come from the two append writers; the history follows, A's clock shifted past them.
-    logs = _after_own_events(_history(rng, 400 if names else 80, names), "A", 6)
+    logs = _after_own_events(_history(rng, 80), "A", 6)
     prefix, rest = store.new_segment_path("A", 1), store.new_segment_path("A", 4)
     append_local(store, "A", events=[{"key": "k0"}] * 3, start_seq=1, cvv={}, out_rel=prefix)
     append_events(spark, store, "A", events=[{"key": "k1"}] * 3, start_seq=4, cvv={}, out_rel=rest)
@@ -532,7 +532,7 @@ def test_the_local_pass_decides_and_writes_as_the_spark_pass(spark: Any, store: 
         progress=progress,
         target_cvv=target_cvv.to_dict(),
         target_seq=len(logs[target]) + 3,
-        source_keys=WIDE if names else ["A", "B", "C", "D", "E"],
+        source_keys=["A", "B", "C", "D", "E"],
     )
     spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
     assert local_result == spark_result
@@ -594,31 +594,66 @@ def test_the_local_pass_sees_a_pruned_origin_through_its_identity_as_the_spark_p
     ]
 
 
-@pytest.mark.parametrize("wide", [False, True])
-def test_the_local_pass_refuses_a_vt_key_outside_the_source_cvv_as_the_spark_pass(
-    spark: Any, store: LogStore, wide: bool
+@pytest.mark.parametrize(
+    "odd",
+    [
+        [("A", 1), ("B", 1), ("Z", 1)],  # a key outside CVV-X
+        [("A", 1), ("B", None)],  # a NULL entry: no value for B, one entry too many
+    ],
+)
+def test_the_local_pass_refuses_a_vt_outside_the_source_cvv_as_the_spark_pass(
+    spark: Any, store: LogStore, odd: list[tuple[str, int | None]]
 ) -> None:
-    # Narrow vectors: any examined event's keys are checked; wide ones: the written events' LUB (`is_wide`).
-    # Here the odd key sits on an event CF1 skips: the narrow pass refuses, the wide one writes the other.
-    keys = WIDE if wide else ["A", "B"]
-    base = dict.fromkeys(keys, 1)
-    src = _write_log(spark, store, "A", [_ev(1, "B", 1, {**base, "Z": 1}), _ev(2, "A", 2, {**base, "A": 2})])
-    spec = _spec(store, [src], target_cvv={"B": 1}, source_keys=keys, out_rel=store.new_segment_path("B", 1))
-    if not wide:
-        for run in _both(spark, store, spec):
-            with pytest.raises(EnvironmentFailure, match=r"outside its CVV \(I3 is broken at the source\)"):
-                run()
-            assert not store.exists(spec.out_rel)
-        return
-    spark_result, local_result, _, _ = _both_passes(spark, store, spec)
-    assert local_result == spark_result
-    assert local_result.written == 1
-    odd = _write_log(spark, store, "A", [_ev(3, "A", 3, {**base, "A": 3, "Z": 1})])
-    later = _spec(store, [odd], progress=2, source_keys=keys, out_rel=store.new_segment_path("B", 9))
-    for run in _both(spark, store, later):
-        with pytest.raises(EnvironmentFailure, match="outside its CVV"):
+    # I3, narrow vectors: every examined event's vt is checked, here one that CF1 skips; nothing is written.
+    src = _write_log(spark, store, "A", [_ev(1, "B", 1, {}), _ev(2, "A", 2, {"A": 2, "B": 1})])
+    frame = spark.read.parquet(store.uri(src)).withColumn(
+        "vt",
+        F.when(
+            F.col("seq") == 1,
+            F.map_from_entries(F.array(*[F.struct(F.lit(k), F.lit(v).cast("bigint")) for k, v in odd])),
+        ).otherwise(F.col("vt")),
+    )
+    rel = store.new_segment_path("A", 1)
+    frame.write.parquet(store.uri(rel))
+    spec = _spec(
+        store, [rel], target_cvv={"B": 1}, source_keys=["A", "B"], out_rel=store.new_segment_path("B", 1)
+    )
+    for run in _both(spark, store, spec):
+        with pytest.raises(EnvironmentFailure, match=r"outside its CVV \(I3 is broken at the source\)"):
             run()
-        assert not store.exists(later.out_rel)
+        assert not store.exists(spec.out_rel)
+
+
+def test_the_local_pass_writes_nothing_where_the_spark_pass_writes_nothing(
+    spark: Any, store: LogStore
+) -> None:
+    # Nothing above the progress, and everything above it known at the target (CF1): the same empty results.
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1}), _ev(2, "A", 2, {"A": 2})])
+    for kw in ({"progress": 2}, {"target_cvv": {"A": 2}}):
+        spec = _spec(store, [src], source_keys=["A"], **kw)
+        spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+        assert local_result == spark_result
+        assert local_result.segment is None
+        assert not store.exists(by_spark) and not store.exists(by_arrow)
+
+
+def test_the_local_pass_reads_segments_whose_timestamps_spark_wrote_otherwise(
+    spark: Any, store: LogStore
+) -> None:
+    # A segment Spark wrote with another timestamp type (TIMESTAMP_MICROS) beside the local writer's INT96: the
+    # local pass reads both as the Spark pass does.
+    first = store.new_segment_path("A", 1)
+    append_local(store, "A", events=[{"key": "k1"}], start_seq=1, cvv={}, out_rel=first)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        second = store.new_segment_path("A", 2)
+        append_events(spark, store, "A", events=[{"key": "k2"}], start_seq=2, cvv={}, out_rel=second)
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    spec = _spec(store, [first, second], source_keys=["A"])
+    spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+    assert local_result == spark_result == PassResult(2, 2, 0, 0, None, 2, SegmentStats(2, 1, 2, {"A": 2}))
+    assert [e["key"] for e in _same_segments(spark, store, by_spark, by_arrow)] == ["k1", "k2"]
 
 
 def test_the_local_pass_refuses_a_damaged_source_as_the_spark_pass(spark: Any, store: LogStore) -> None:
@@ -651,7 +686,35 @@ def test_only_small_unfiltered_passes_on_a_local_store_run_locally(store: LogSto
     assert not localpass.runs_locally(store, replace(spec, admission=["A", "B"]), 30)  # RFC2
     remote = LogStore("hdfs://namenode:8020/logs")
     assert not localpass.runs_locally(remote, spec, 30)
+    assert not localpass.runs_locally(store, replace(spec, source_keys=WIDE), 30)  # memory: Spark streams
+    unknown = replace(spec, source_segments=[*rows[:2], replace(rows[2], files=None)])
+    assert not localpass.runs_locally(store, unknown, 30)  # a row made before rows named their files
+    big = replace(spec, source_segments=[*rows[:2], _row(2, size=localpass.LOCAL_BYTES)])
+    assert not localpass.runs_locally(store, big, 30)  # the bytes, not only the rows
 
 
-def _row(i: int) -> Segment:
-    return Segment(i, "A", f"A/seg-{i}", i * 10 + 1, i * 10 + 10, 10, VectorTime({}), None)
+@pytest.mark.parametrize(
+    ("settings", "local"),
+    [
+        ({}, True),
+        ({"local_limit": 0}, False),
+        # The JVM-free writers write Spark's default Parquet: a setting that changes it sends the work to Spark.
+        ({"spark_conf": (("spark.sql.parquet.compression.codec", "gzip"),)}, False),
+    ],
+)
+def test_the_data_plane_runs_a_small_pass_locally_unless_told_otherwise(
+    spark: Any, store: LogStore, settings: dict[str, Any], local: bool
+) -> None:
+    # Which pass ran shows in the segment: Spark writes Hadoop's `.crc` side files, the local writer none.
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1})])
+    spec = _spec(store, [src], source_keys=["A"], out_rel=store.new_segment_path("B", 1))
+    result = SharedSessionEngine(store, spark, Path(str(store.root)), **settings).replicate_pass(spec)
+    assert result == PassResult(1, 1, 0, 0, None, 1, SegmentStats(1, 1, 1, {"A": 1}))
+    crc = [p.name for p in store.local_path(spec.out_rel).iterdir() if p.name.endswith(".crc")]
+    assert (not crc) is local
+
+
+def _row(i: int, size: int = 1000) -> Segment:
+    return Segment(
+        i, "A", f"A/seg-{i}", i * 10 + 1, i * 10 + 10, 10, VectorTime({}), (SegmentFile("p", size),)
+    )

@@ -1,8 +1,9 @@
 """What a job checks of the source log it reads, with or without Spark: the catalogued files are there (DR0) and
 the vector times hold only the keys the source's CVV knows (I3).
 
-The Spark jobs (`adapters.spark`) and the local pass (`logstore.localpass`) raise the same errors from here, so
-an operator meets one message whichever of them ran.
+The Spark jobs (`adapters.spark`) and the local pass (`logstore.localpass`) raise these errors from here, so an
+operator meets one message whichever of them ran (a read that gives other rows than catalogued is refused by
+each reader in its own words: `schema.CheckedRead`, `logstore.reader`).
 """
 
 from __future__ import annotations

@@ -275,8 +275,11 @@ def write_segment(store: LogStore, out_rel: str, table: pa.Table) -> None:
             writer.add_key_value_metadata(table.schema.metadata)
         (staging / "_SUCCESS").touch()
         staging.replace(final)
-    except OSError as exc:
+    except BaseException as exc:
+        # Also on Ctrl-C: a hidden staging folder is never listed as a segment, so nothing would collect it.
         shutil.rmtree(staging, ignore_errors=True)
-        raise EnvironmentFailure(
-            f"cannot write the segment {store.uri(out_rel)}: {exc}", code="store"
-        ) from exc
+        if isinstance(exc, OSError):
+            raise EnvironmentFailure(
+                f"cannot write the segment {store.uri(out_rel)}: {exc}", code="store"
+            ) from exc
+        raise
