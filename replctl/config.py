@@ -24,6 +24,9 @@ DEFAULT_MASTER = "local[*]"
 # Catalog file, store root, plans and reports are the operator's own unless the config says otherwise: they
 # hold the journal's reasons, event contents and the topology.
 DEFAULT_FILE_MODE = "0600"
+# Up to this many events, an append or an unfiltered replication pass on a local store runs without Spark
+# (issue 17); 0 sends every one to Spark.
+DEFAULT_LOCAL_LIMIT = 100_000
 CONFIG_FILE = "replctl.toml"
 
 # setting name -> (environment variable, default)
@@ -36,6 +39,7 @@ _SOURCES: dict[str, tuple[str | None, Any]] = {
     "output": ("REPLCTL_OUTPUT", "text"),
     "file_mode": ("REPLCTL_FILE_MODE", DEFAULT_FILE_MODE),
     "require_recoverable": ("REPLCTL_REQUIRE_RECOVERABLE", False),
+    "local_limit": ("REPLCTL_LOCAL_LIMIT", DEFAULT_LOCAL_LIMIT),
 }
 
 
@@ -63,6 +67,8 @@ class Settings:
     config_path: Path | None
     # The catalog's BK4 policy: `delete` refuses a cut that leaves a location unrecoverable.
     require_recoverable: bool = False
+    # Events up to which small work runs without Spark (`adapters.logstore.writer`, `localpass`); 0: never.
+    local_limit: int = DEFAULT_LOCAL_LIMIT
     origins: Mapping[str, Setting] = field(default_factory=dict)
 
     @property
@@ -87,6 +93,7 @@ class Settings:
 # The keys a config file may hold: the settings above plus the Spark configuration table.
 _FILE_KEYS = (*_SOURCES, "spark_conf")
 _BOOLEAN_KEYS = frozenset({"require_recoverable"})
+_INTEGER_KEYS = frozenset({"local_limit"})
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -133,6 +140,13 @@ def _check_file_values(path: Path, values: dict[str, Any]) -> None:
                     code="bad-config",
                     hint=f"e.g. {key} = true",
                 )
+        elif key in _INTEGER_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidInput(
+                    f"config file {path}: {key} must be a whole number, got {_toml_type(value)}",
+                    code="bad-config",
+                    hint=f"e.g. {key} = 100000",
+                )
         elif not isinstance(value, str):
             raise InvalidInput(
                 f"config file {path}: {key} must be a string, got {_toml_type(value)}",
@@ -142,7 +156,14 @@ def _check_file_values(path: Path, values: dict[str, Any]) -> None:
 
 
 def _toml_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"}
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }
     return next((name for kind, name in names.items() if isinstance(value, kind)), "a date or time")
 
 
@@ -186,6 +207,26 @@ def _flag(value: Any, name: str) -> bool:
     if text in {"0", "false", "no", "off", ""}:
         return False
     raise InvalidInput(f"{name} must be true or false, got {value!r}", code="bad-config")
+
+
+def _count(value: Any, source: str) -> int:
+    """`local_limit`: a whole number of events, 0 or more (exit 2 naming where the value came from)."""
+    where = {"env": "REPLCTL_LOCAL_LIMIT", "config": "local_limit in the config file"}.get(
+        source, "local_limit"
+    )
+    # TOML gives an int; the environment gives text.
+    try:
+        number = value if isinstance(value, int) and not isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        example = "REPLCTL_LOCAL_LIMIT=100000" if source == "env" else "local_limit = 100000"
+        raise InvalidInput(
+            f"{where} must be a whole number of events, 0 or more, got {value!r}",
+            code="bad-config",
+            hint=f"e.g. {example} (0 sends every append and replication pass to Spark)",
+        )
+    return number
 
 
 def parse_conf(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -284,5 +325,6 @@ def resolve(
         home=home,
         config_path=config_path,
         require_recoverable=_flag(values["require_recoverable"], "require_recoverable"),
+        local_limit=_count(values["local_limit"], origins["local_limit"].source),
         origins=origins,
     )

@@ -58,6 +58,8 @@ class Replctl:
             # `pytest --engine`: no Spark setting, so the command finds the managed engine under its home.
             del self.env["REPLCTL_SPARK_MASTER"]
             self.env["REPLCTL_HOME"] = engine_home
+            # Every data job on the engine, the small ones the commands would do without Spark included.
+            self.env["REPLCTL_LOCAL_LIMIT"] = "0"
         self.runner = CliRunner()
 
     def __call__(self, *args: str, expect: int | None = 0) -> Outcome:

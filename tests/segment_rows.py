@@ -7,6 +7,8 @@ so the read reads exactly those files and counts them against the row (issue 19)
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.logstore.inventory import record_files
 from replctl.core.model import Segment
@@ -35,3 +37,18 @@ def catalogued(store: LogStore, relative: str, *, segment_id: int = 0) -> Segmen
 def catalogued_all(store: LogStore, relatives: list[str]) -> list[Segment]:
     """`catalogued` for each of `relatives`, in the given order."""
     return [catalogued(store, rel, segment_id=i) for i, rel in enumerate(relatives, start=1)]
+
+
+def assert_same_file_shape(arrow_file: pq.ParquetFile, spark_file: pq.ParquetFile) -> None:
+    """A segment file the JVM-free writer made has the shape of the one Spark made: the Arrow schema, the
+    Parquet schema as printed (less its first line, the object's address, and the root group's name), the footer's
+    metadata, INT96 `emitted_at` (the last leaf) and Snappy."""
+    assert arrow_file.schema_arrow == spark_file.schema_arrow
+    printed = [
+        str(f.schema).split("\n", 1)[1].replace(" spark_schema {", " schema {")
+        for f in (arrow_file, spark_file)
+    ]
+    assert printed[0] == printed[1]
+    assert arrow_file.metadata.metadata == spark_file.metadata.metadata
+    assert arrow_file.metadata.row_group(0).column(9).physical_type == "INT96"
+    assert arrow_file.metadata.row_group(0).column(0).compression == "SNAPPY"

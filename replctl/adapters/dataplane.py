@@ -28,6 +28,9 @@ from replctl.core.model import Segment, SegmentFile
 from replctl.core.recovery import FileRead
 from replctl.errors import EnvironmentFailure
 
+# Spark settings that change the Parquet files Spark writes (`Engine._local_limit`).
+_PARQUET_WRITER_SETTINGS = ("spark.sql.parquet.", "spark.hadoop.parquet.")
+
 
 @dataclass(frozen=True)
 class SparkChoice:
@@ -182,19 +185,27 @@ class Engine:
                 out_rel=out_rel,
             )
 
+    def _local_limit(self) -> int:
+        """`local_limit`, or 0 when a Spark setting changes how Parquet is written (its timestamp type, its
+        codec): the JVM-free writers write Spark's defaults, so such a store's segments come from Spark."""
+        if any(key.startswith(_PARQUET_WRITER_SETTINGS) for key, _ in self.settings.spark_conf):
+            return 0
+        return self.settings.local_limit
+
     def _writes_locally(
         self, events: list[dict[str, Any]] | None, parquet_path: str | None, generate: int | None
     ) -> bool:
-        """Up to `LOCAL_APPEND_LIMIT` events from `--event`, a `.jsonl` file or one Parquet file, on a local
+        """Up to `local_limit` events (`config`) from `--event`, a `.jsonl` file or one Parquet file, on a local
         store; `--generate` and folders stay Spark's."""
-        from replctl.adapters.logstore.writer import LOCAL_APPEND_LIMIT, local_parquet_rows
+        from replctl.adapters.logstore.writer import local_parquet_rows
 
-        if not self.store.is_local or generate is not None:
+        limit = self._local_limit()
+        if not self.store.is_local or generate is not None or limit <= 0:
             return False
         if parquet_path is not None:
             rows = local_parquet_rows(Path(parquet_path))
-            return rows is not None and rows <= LOCAL_APPEND_LIMIT
-        return len(events or ()) <= LOCAL_APPEND_LIMIT
+            return rows is not None and rows <= limit
+        return len(events or ()) <= limit
 
     def read_log(
         self, segments: Sequence[Segment], *, from_seq: int = 0, limit: int | None = None
@@ -241,7 +252,12 @@ class Engine:
             )
 
     def replicate_pass(self, spec: PassSpec) -> PassResult:
-        """One replication pass X→Y (REP1); see `adapters.spark.jobs.replicate_pass`."""
+        """One replication pass X→Y (REP1): a small unfiltered one on a local store without a JVM
+        (`logstore.localpass`), any other as a Spark job (`adapters.spark.jobs.replicate_pass`)."""
+        from replctl.adapters.logstore import localpass
+
+        if localpass.runs_locally(self.store, spec, self._local_limit()):
+            return localpass.replicate_pass(self.store, spec)
         from replctl.adapters.spark import jobs
 
         with self._step(

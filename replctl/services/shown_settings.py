@@ -55,6 +55,7 @@ def show(settings: Settings, which_spark: Callable[[], SparkChoice]) -> Settings
         "output": s.output,
         "file_mode": f"{s.file_mode:04o}",
         "require_recoverable": s.require_recoverable,
+        "local_limit": s.local_limit,
     }
     shown = [
         ShownSetting(name, value, s.origins[name].source if name in s.origins else "default")

@@ -59,14 +59,17 @@ def _replctl(env: dict[str, str], folder: Path, *args: str) -> subprocess.Comple
     )
 
 
-def cold_replicate_times(work: Path, runs: int, *, spark_pass: bool) -> list[float]:
+def cold_replicate_times(work: Path, runs: int, *, spark_pass: bool, local_pass: bool = False) -> list[float]:
     """Wall seconds of `replctl replicate` in a cold process, each on a fresh copy of a 10-event log A → B.
 
-    With `spark_pass`, B holds an event of its own, so the pass is a Spark job; otherwise B is empty and the
-    fast bootstrap copies A's segment files without starting Spark.
+    With `spark_pass`, B holds an event of its own, so a pass runs, on Spark (`local_limit` 0); with `local_pass`
+    too, the same pass runs without Spark, as a command does by default with so few events (issue 17);
+    otherwise B is empty and the fast bootstrap copies A's segment files without starting Spark.
     """
     env = {**os.environ, "REPLCTL_HOME": str(work / "home")}
-    template = work / f"template-{spark_pass}"
+    if spark_pass and not local_pass:
+        env["REPLCTL_LOCAL_LIMIT"] = "0"
+    template = work / f"template-{spark_pass}-{local_pass}"
     template.mkdir()
     setup = [
         ("init",),
@@ -81,7 +84,7 @@ def cold_replicate_times(work: Path, runs: int, *, spark_pass: bool) -> list[flo
         _replctl(env, template, *args)
     times = []
     for run in range(runs):
-        folder = work / f"run-{spark_pass}-{run}"
+        folder = work / f"run-{spark_pass}-{local_pass}-{run}"
         shutil.copytree(template, folder)
         start = time.perf_counter()
         outcome = json.loads(_replctl(env, folder, "--json", "replicate").stdout)

@@ -227,7 +227,7 @@ def test_an_unknown_key_in_the_config_file_exits_2_naming_it(rc: Replctl, tmp_pa
         "code": "bad-config",
         "message": f"config file {path}: unknown key 'stroe'",
         "hint": "the keys are db, store, backup_store, spark_master, spark_remote, output, file_mode, "
-        "require_recoverable, spark_conf",
+        "require_recoverable, local_limit, spark_conf",
     }
 
 

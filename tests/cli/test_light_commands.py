@@ -41,7 +41,25 @@ def loaded(args: list[str], env: dict[str, str]) -> dict[str, bool]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("light")
+    return _world(tmp_path_factory.mktemp("light"), ["topology", "filter", "A", "B", "--set", "key = 'x'"])
+
+
+def _shown(env: dict[str, str], location: str) -> list[dict[str, object]]:
+    """The events of `location`, as `log show --json` gives them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "replctl", "log", "show", location, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    events: list[dict[str, object]] = json.loads(done.stdout)["events"]
+    return events
+
+
+def _world(root: Path, *steps: list[str]) -> dict[str, str]:
+    """The environment of a catalog and store under `root` holding A→B, after `steps` (each run as a command)."""
     env = {
         **os.environ,
         "REPLCTL_DB": f"sqlite:///{root / 'catalog.db'}",
@@ -52,7 +70,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ["location", "add", "A"],
         ["location", "add", "B"],
         ["topology", "add", "A", "B"],
-        ["topology", "filter", "A", "B", "--set", "key = 'x'"],
+        *steps,
     ):
         subprocess.run(
             [sys.executable, "-m", "replctl", *args], env=env, check=True, capture_output=True, timeout=120
@@ -149,22 +167,31 @@ def test_help_and_version_do_not_import_sqlalchemy(args: list[str], env: dict[st
 
 
 def test_a_small_append_writes_its_segment_without_a_jvm(env: dict[str, str]) -> None:
-    # Issue 17: up to LOCAL_APPEND_LIMIT events are written with pyarrow, in the Spark writer's layout; neither
+    # Issue 17: up to `local_limit` events are written with pyarrow, in the Spark writer's layout; neither
     # pandas (pyarrow imports it to build arrays from Python objects) nor pydantic (Typer's coercion of the
     # typed text) is imported: each cost a small append a fifth of its time.
     events = [arg for i in range(10) for arg in ("--event", json.dumps({"key": f"k{i}"}))]
     watched = {"pyspark": False, "alembic": False, "py4j": False, "pandas": False, "pydantic": False}
     assert loaded(["log", "append", "A", *events], {**env, "PROBE_MODULES": " ".join(watched)}) == watched
-    shown = subprocess.run(
-        [sys.executable, "-m", "replctl", "log", "show", "A", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert [(e["seq"], e["key"], e["vt"]) for e in json.loads(shown.stdout)["events"]] == [
+    assert [(e["seq"], e["key"], e["vt"]) for e in _shown(env, "A")] == [
         (i + 1, f"k{i}", {"A": i + 1}) for i in range(10)
+    ]
+
+
+def test_a_small_unfiltered_replicate_runs_without_a_jvm(tmp_path: Path) -> None:
+    # Issue 17: a pass over a few events of an unfiltered connection is the local pass (pyarrow), which writes
+    # what the Spark pass writes (tests/spark/test_replicate.py); neither pyspark nor pandas is imported.
+    env = _world(
+        tmp_path,
+        ["log", "append", "A", "--event", '{"key": "a1"}', "--event", '{"key": "a2"}'],
+        ["log", "append", "B", "--event", '{"key": "b1"}'],
+    )
+    watched = {"pyspark": False, "py4j": False, "pandas": False}
+    assert loaded(["replicate"], {**env, "PROBE_MODULES": " ".join(watched)}) == watched
+    assert [(e["seq"], e["origin"], e["origin_time"], e["key"], e["vt"]) for e in _shown(env, "B")] == [
+        (1, "B", 1, "b1", {"B": 1}),
+        (2, "A", 1, "a1", {"A": 1}),
+        (3, "A", 2, "a2", {"A": 2}),
     ]
 
 

@@ -22,7 +22,9 @@ def _parts(folder: Path) -> list[Path]:
 
 def _chain(rc: Replctl) -> None:
     """A<->B<->C; A's events in three segments, so that the pass A→B writes one segment of several files
-    (B holds b1 already: a pass into an empty log copies segments instead)."""
+    (B holds b1 already: a pass into an empty log copies segments instead). The pass runs on Spark
+    (`local_limit` 0), which writes a part file per segment read; the local pass writes one."""
+    rc.env["REPLCTL_LOCAL_LIMIT"] = "0"
     for name in ("A", "B", "C"):
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")

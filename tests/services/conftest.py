@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fakes.backupstore import FakeBackupStore
 from fakes.dataplane import FakeDataPlane, FakeStore
+from shared_engine import SharedSessionEngine
 
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.catalog import migrate
@@ -25,7 +25,7 @@ from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.dataplane import Engine
 from replctl.adapters.logbackups import LogBackups
 from replctl.adapters.logstore import LogStore
-from replctl.config import Settings
+from replctl.config import DEFAULT_LOCAL_LIMIT
 from replctl.services import ports
 from replctl.services.ports import DataPlane
 
@@ -39,38 +39,23 @@ def catalog(tmp_path: Path) -> Iterator[Catalog]:
         yield opened
 
 
-class _SharedSessionEngine(Engine):
-    """The real data plane, its jobs run on the test run's one Spark session (tests/spark_session.py)."""
-
-    def __init__(self, store: LogStore, session: Any, home: Path) -> None:
-        settings = Settings(
-            db="",
-            store=str(store.root),
-            backup_store="",
-            spark_master="local[2]",
-            spark_remote=None,
-            spark_conf=(),
-            output="text",
-            file_mode=0o600,
-            home=home,  # unused: the session is given
-            config_path=None,
-        )
-        super().__init__(store, settings)
-        self._session = session
-
-    def spark(self) -> Any:
-        """The shared session, never another."""
-        return self._session
-
-
-@pytest.fixture(params=["fake", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.fixture(
+    params=[
+        "fake",
+        pytest.param("spark", marks=pytest.mark.spark),
+        pytest.param("local", marks=pytest.mark.spark),
+    ]
+)
 def plane(request: pytest.FixtureRequest, tmp_path: Path) -> DataPlane:
-    """The data plane a story runs on: the fake, or Spark (the contract side)."""
+    """The data plane a story runs on: the fake, or the real one (the contract side) with every job on Spark
+    ("spark"), or with small work done without Spark as commands do by default ("local": the local pass and
+    append writer, `config.DEFAULT_LOCAL_LIMIT`)."""
     if request.param == "fake":
         return FakeDataPlane()
     store = LogStore(tmp_path / "logs")
     store.create_root()
-    return _SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home")
+    limit = DEFAULT_LOCAL_LIMIT if request.param == "local" else 0
+    return SharedSessionEngine(store, request.getfixturevalue("spark"), tmp_path / "home", local_limit=limit)
 
 
 @pytest.fixture
@@ -80,11 +65,11 @@ def backups(plane: DataPlane, tmp_path: Path) -> ports.BackupStore:
     if isinstance(plane, FakeDataPlane):
         assert isinstance(plane.store, FakeStore)
         return FakeBackupStore(plane.store)
-    assert isinstance(plane, _SharedSessionEngine)
+    assert isinstance(plane, SharedSessionEngine)
     session, home = plane.spark(), tmp_path / "home"
     assert isinstance(plane.store, LogStore)
 
     def reader(copies: LogStore) -> Engine:
-        return _SharedSessionEngine(copies, session, home)
+        return SharedSessionEngine(copies, session, home, local_limit=plane.settings.local_limit)
 
     return LogBackups(BackupStore(tmp_path / "backups"), plane.store, reader)

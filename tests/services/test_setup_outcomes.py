@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.installer import Installer
 from replctl.adapters.logstore import LogStore
 from replctl.config import Settings, resolve
 from replctl.core.outcomes import Completion
-from replctl.errors import EnvironmentFailure
+from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.services import setup, shown_settings
 from replctl.services.repair import IdentityRepair, repair_pruned_identities
 from replctl.services.store_identity import StoreMarking, mark_store
@@ -141,6 +143,7 @@ def test_every_resolved_setting_is_listed_with_its_source(tmp_path: Path) -> Non
         "output",
         "file_mode",
         "require_recoverable",
+        "local_limit",
         "spark",
     ]
     assert [shown[name]["source"] for name in ("db", "store", "backup_store", "file_mode")] == [
@@ -149,3 +152,34 @@ def test_every_resolved_setting_is_listed_with_its_source(tmp_path: Path) -> Non
         "default",
         "default",
     ]
+
+
+def test_the_local_limit_comes_from_the_environment_or_the_file_and_refuses_what_is_not_a_count(
+    tmp_path: Path,
+) -> None:
+    # Issue 17: up to `local_limit` events an append or an unfiltered pass runs without Spark; 0 sends all to it.
+    assert _settings(tmp_path).local_limit == 100_000
+    home = {"REPLCTL_HOME": str(tmp_path / "home")}
+    assert resolve({}, env={**home, "REPLCTL_LOCAL_LIMIT": "0"}, cwd=tmp_path).local_limit == 0
+    (tmp_path / "replctl.toml").write_text("local_limit = 500\n")
+    chosen = resolve({}, env=home, cwd=tmp_path)
+    assert (chosen.local_limit, chosen.origins["local_limit"].source) == (500, "config")
+    for env_value in ("-1", "many", "1.5"):
+        with pytest.raises(InvalidInput) as refused:
+            resolve({}, env={**home, "REPLCTL_LOCAL_LIMIT": env_value}, cwd=tmp_path)
+        assert str(refused.value) == (
+            f"REPLCTL_LOCAL_LIMIT must be a whole number of events, 0 or more, got {env_value!r}"
+        )
+        assert refused.value.hint == (
+            "e.g. REPLCTL_LOCAL_LIMIT=100000 (0 sends every append and replication pass to Spark)"
+        )
+    # The environment over the file, as for every setting.
+    assert resolve({}, env={**home, "REPLCTL_LOCAL_LIMIT": "7"}, cwd=tmp_path).local_limit == 7
+    (tmp_path / "replctl.toml").write_text("local_limit = -2\n")
+    with pytest.raises(
+        InvalidInput, match=r"^local_limit in the config file must be a whole number of events"
+    ):
+        resolve({}, env=home, cwd=tmp_path)
+    (tmp_path / "replctl.toml").write_text('local_limit = "500"\n')
+    with pytest.raises(InvalidInput, match="local_limit must be a whole number, got a string"):
+        resolve({}, env=home, cwd=tmp_path)

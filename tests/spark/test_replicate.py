@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
-from segment_rows import catalogued_all
+from segment_rows import assert_same_file_shape, catalogued_all
+from shared_engine import SharedSessionEngine
 
-from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore import LogStore, localpass
+from replctl.adapters.logstore.reader import read_local
+from replctl.adapters.logstore.sourcechecks import WIDE_VECTOR_KEYS
+from replctl.adapters.logstore.writer import append_local
 from replctl.adapters.spark.jobs import append_events, compact, read_log, replicate_pass
-from replctl.adapters.spark.transforms import WIDE_VECTOR_KEYS
 from replctl.core.jobs import PassResult, PassSpec, SegmentStats
+from replctl.core.model import Segment, SegmentFile
 from replctl.core.vectortime import VectorTime
-from replctl.errors import BadFilter, EnvironmentFailure
+from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure
 
 pytestmark = pytest.mark.spark
 
@@ -467,3 +474,247 @@ def test_compacting_segments_of_wide_vectors_keeps_rows_and_the_exact_lub(
     lub = VectorTime().merge(*[e["vt"] for e in first + second]).to_dict()
     assert stats == SegmentStats(3, 1, 3, lub)
     assert [e["seq"] for e in read_log(spark, store, catalogued_all(store, [out]))] == [1, 2, 3]
+
+
+# --- the local pass (no JVM, issue 17) against the Spark pass ----------------------------------------------------
+
+
+def _both_passes(spark: Any, store: LogStore, spec: PassSpec) -> tuple[PassResult, PassResult, str, str]:
+    """The Spark pass and the local pass of `spec`, each writing a segment of its own: (spark, local, outs)."""
+    by_spark, by_arrow = store.new_segment_path("B", 1), store.new_segment_path("B", 1)
+    assert localpass.runs_locally(store, spec, 100_000)
+    spark_result = replicate_pass(spark, store, replace(spec, out_rel=by_spark))
+    local_result = localpass.replicate_pass(store, replace(spec, out_rel=by_arrow))
+    return spark_result, local_result, by_spark, by_arrow
+
+
+def _both(spark: Any, store: LogStore, spec: PassSpec) -> list[Callable[[], PassResult]]:
+    """The Spark pass and the local pass of `spec`, to be run one after the other."""
+    return [
+        functools.partial(replicate_pass, spark, store, spec),
+        functools.partial(localpass.replicate_pass, store, spec),
+    ]
+
+
+def _same_segments(spark: Any, store: LogStore, by_spark: str, by_arrow: str) -> list[dict[str, Any]]:
+    """Both passes wrote the same rows in the same file shape; each read with the other's reader."""
+    spark_file, arrow_file = (
+        pq.ParquetFile(next(store.local_path(rel).glob("*.parquet"))) for rel in (by_spark, by_arrow)
+    )
+    assert_same_file_shape(arrow_file, spark_file)
+    assert sorted(p.name for p in store.local_path(by_arrow).iterdir())[0] == "_SUCCESS"
+    spark_reads_arrow = read_log(spark, store, catalogued_all(store, [by_arrow]))
+    assert spark_reads_arrow == read_local(store, catalogued_all(store, [by_spark]))
+    return spark_reads_arrow
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_local_pass_decides_and_writes_as_the_spark_pass(spark: Any, store: LogStore, seed: int) -> None:
+    # Random causal histories, the source in three segments of the three writers (a pass's output read from
+    # Parquet, the Spark append job's and the local append writer's, whose nullability differ), a random
+    # progress and target.
+    rng = random.Random(seed)
+    # A's first six events come from the two append writers; the history follows, A's clock shifted past them.
+    logs = _after_own_events(_history(rng, 80), "A", 6)
+    prefix, rest = store.new_segment_path("A", 1), store.new_segment_path("A", 4)
+    append_local(store, "A", events=[{"key": "k0"}] * 3, start_seq=1, cvv={}, out_rel=prefix)
+    append_events(spark, store, "A", events=[{"key": "k1"}] * 3, start_seq=4, cvv={}, out_rel=rest)
+    source = [*read_local(store, catalogued_all(store, [prefix, rest])), *logs["A"]]
+    segments = [prefix, rest, _write_log(spark, store, "A", logs["A"])]
+    # The target: the location that has received the fewest of A's events.
+    cvvs = {n: VectorTime().merge(*[e["vt"] for e in log]) for n, log in logs.items() if n != "A"}
+    target = min(cvvs, key=lambda n: (cvvs[n].get("A"), n))
+    target_cvv = cvvs[target]
+    progress = rng.randrange(0, len(source) // 3)
+    spec = _spec(
+        store,
+        segments,
+        progress=progress,
+        target_cvv=target_cvv.to_dict(),
+        target_seq=len(logs[target]) + 3,
+        source_keys=["A", "B", "C", "D", "E"],
+    )
+    spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+    assert local_result == spark_result
+    expected, expected_progress, _ = _reference(source, progress, target_cvv, lambda e: True, [])
+    assert expected and len(expected) < len(source) - progress, "some events written, some skipped (CF1)"
+    assert local_result.progress == expected_progress
+    stored = _same_segments(spark, store, by_spark, by_arrow)
+    by_seq = {e["seq"]: e for e in source}
+    shift = spec.target_seq - progress
+    assert [(e["seq"], e["origin"], e["origin_time"], e["vt"], e["key"]) for e in stored] == [
+        (s + shift, by_seq[s]["origin"], by_seq[s]["origin_time"], by_seq[s]["vt"], by_seq[s]["key"])
+        for s in expected
+    ]
+
+
+def _after_own_events(
+    logs: dict[str, list[dict[str, Any]]], name: str, count: int
+) -> dict[str, list[dict[str, Any]]]:
+    """`logs` as if `name` had emitted `count` events first: its seqs, its origin times and every vt's entry
+    for it moved up by `count`."""
+
+    def moved(e: dict[str, Any], in_own_log: bool) -> dict[str, Any]:
+        vt = {k: v + count if k == name else v for k, v in e["vt"].items()}
+        time = e["origin_time"] + count if e["origin"] == name else e["origin_time"]
+        return {**e, "seq": e["seq"] + count if in_own_log else e["seq"], "origin_time": time, "vt": vt}
+
+    return {n: [moved(e, n == name) for e in log] for n, log in logs.items()}
+
+
+def test_the_local_pass_sees_a_pruned_origin_through_its_identity_as_the_spark_pass(
+    spark: Any, store: LogStore
+) -> None:
+    # RET2 removed the retired id Z from every vt; the identity keeps it (M3). CF1 asks CVV-Y[Z] ≥ origin_time,
+    # and the written segment's LUB gets Z back from the identities (RET4).
+    src = _write_log(
+        spark,
+        store,
+        "A",
+        [
+            _ev(1, "Z", 1, {}),  # known at the target through its identity
+            _ev(2, "Z", 2, {}),
+            _ev(3, "A", 1, {"A": 1}),
+            _ev(4, "Z", 3, {"A": 1}),
+        ],
+    )
+    spec = _spec(store, [src], target_cvv={"Z": 1}, source_keys=["A"], identity_origins=["Z"], target_seq=4)
+    spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+    assert (
+        local_result
+        == spark_result
+        == PassResult(4, 3, 1, 0, None, 4, SegmentStats(3, 6, 8, {"A": 1, "Z": 3}))
+    )
+    assert [
+        (e["seq"], e["origin"], e["origin_time"]) for e in _same_segments(spark, store, by_spark, by_arrow)
+    ] == [
+        (6, "Z", 2),
+        (7, "A", 1),
+        (8, "Z", 3),
+    ]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        [("A", 1), ("B", 1), ("Z", 1)],  # a key outside CVV-X
+        [("A", 1), ("B", None)],  # a NULL entry: no value for B, one entry too many
+    ],
+)
+def test_the_local_pass_refuses_a_vt_outside_the_source_cvv_as_the_spark_pass(
+    spark: Any, store: LogStore, odd: list[tuple[str, int | None]]
+) -> None:
+    # I3, narrow vectors: every examined event's vt is checked, here one that CF1 skips; nothing is written.
+    src = _write_log(spark, store, "A", [_ev(1, "B", 1, {}), _ev(2, "A", 2, {"A": 2, "B": 1})])
+    frame = spark.read.parquet(store.uri(src)).withColumn(
+        "vt",
+        F.when(
+            F.col("seq") == 1,
+            F.map_from_entries(F.array(*[F.struct(F.lit(k), F.lit(v).cast("bigint")) for k, v in odd])),
+        ).otherwise(F.col("vt")),
+    )
+    rel = store.new_segment_path("A", 1)
+    frame.write.parquet(store.uri(rel))
+    spec = _spec(
+        store, [rel], target_cvv={"B": 1}, source_keys=["A", "B"], out_rel=store.new_segment_path("B", 1)
+    )
+    for run in _both(spark, store, spec):
+        with pytest.raises(EnvironmentFailure, match=r"outside its CVV \(I3 is broken at the source\)"):
+            run()
+        assert not store.exists(spec.out_rel)
+
+
+def test_the_local_pass_writes_nothing_where_the_spark_pass_writes_nothing(
+    spark: Any, store: LogStore
+) -> None:
+    # Nothing above the progress, and everything above it known at the target (CF1): the same empty results.
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1}), _ev(2, "A", 2, {"A": 2})])
+    for kw in ({"progress": 2}, {"target_cvv": {"A": 2}}):
+        spec = _spec(store, [src], source_keys=["A"], **kw)
+        spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+        assert local_result == spark_result
+        assert local_result.segment is None
+        assert not store.exists(by_spark) and not store.exists(by_arrow)
+
+
+def test_the_local_pass_reads_segments_whose_timestamps_spark_wrote_otherwise(
+    spark: Any, store: LogStore
+) -> None:
+    # A segment Spark wrote with another timestamp type (TIMESTAMP_MICROS) beside the local writer's INT96: the
+    # local pass reads both as the Spark pass does.
+    first = store.new_segment_path("A", 1)
+    append_local(store, "A", events=[{"key": "k1"}], start_seq=1, cvv={}, out_rel=first)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        second = store.new_segment_path("A", 2)
+        append_events(spark, store, "A", events=[{"key": "k2"}], start_seq=2, cvv={}, out_rel=second)
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    spec = _spec(store, [first, second], source_keys=["A"])
+    spark_result, local_result, by_spark, by_arrow = _both_passes(spark, store, spec)
+    assert local_result == spark_result == PassResult(2, 2, 0, 0, None, 2, SegmentStats(2, 1, 2, {"A": 2}))
+    assert [e["key"] for e in _same_segments(spark, store, by_spark, by_arrow)] == ["k1", "k2"]
+
+
+def test_the_local_pass_refuses_a_damaged_source_as_the_spark_pass(spark: Any, store: LogStore) -> None:
+    # DR0: a catalogued file gone, or a segment holding other rows than its catalog row, is damage; nothing is
+    # written.
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1}), _ev(2, "A", 2, {"A": 2})])
+    [row] = catalogued_all(store, [src])
+    spec = _spec(store, [src], out_rel=store.new_segment_path("B", 1))
+    shorter = replace(spec, source_segments=[replace(row, count=3)])
+    with pytest.raises(DamagedLog, match="holds 2 events, its catalog row 3"):
+        localpass.replicate_pass(store, shorter)
+    with pytest.raises(DamagedLog, match="gave 2 events, their catalog rows hold 3"):
+        replicate_pass(spark, store, shorter)
+    sorted(store.local_path(src).glob("*.parquet"))[0].unlink()
+    for run in _both(spark, store, spec):
+        with pytest.raises(
+            DamagedLog, match=r"A's log is damaged: .* is missing or of another size than catalogued"
+        ):
+            run()
+        assert not store.exists(spec.out_rel)
+
+
+def test_only_small_unfiltered_passes_on_a_local_store_run_locally(store: LogStore, tmp_path: Path) -> None:
+    rows = [replace(_row(i), count=10) for i in range(3)]
+    spec = replace(_spec(store, []), source_segments=rows)
+    assert localpass.runs_locally(store, spec, 30)
+    assert not localpass.runs_locally(store, spec, 29)
+    assert not localpass.runs_locally(store, spec, 0)
+    assert not localpass.runs_locally(store, replace(spec, filter_sql="key = 'k1'"), 30)  # Spark SQL: Spark's
+    assert not localpass.runs_locally(store, replace(spec, admission=["A", "B"]), 30)  # RFC2
+    remote = LogStore("hdfs://namenode:8020/logs")
+    assert not localpass.runs_locally(remote, spec, 30)
+    assert not localpass.runs_locally(store, replace(spec, source_keys=WIDE), 30)  # memory: Spark streams
+    unknown = replace(spec, source_segments=[*rows[:2], replace(rows[2], files=None)])
+    assert not localpass.runs_locally(store, unknown, 30)  # a row made before rows named their files
+    big = replace(spec, source_segments=[*rows[:2], _row(2, size=localpass.LOCAL_BYTES)])
+    assert not localpass.runs_locally(store, big, 30)  # the bytes, not only the rows
+
+
+@pytest.mark.parametrize(
+    ("settings", "local"),
+    [
+        ({}, True),
+        ({"local_limit": 0}, False),
+        # The JVM-free writers write Spark's default Parquet: a setting that changes it sends the work to Spark.
+        ({"spark_conf": (("spark.sql.parquet.compression.codec", "gzip"),)}, False),
+    ],
+)
+def test_the_data_plane_runs_a_small_pass_locally_unless_told_otherwise(
+    spark: Any, store: LogStore, settings: dict[str, Any], local: bool
+) -> None:
+    # Which pass ran shows in the segment: Spark writes Hadoop's `.crc` side files, the local writer none.
+    src = _write_log(spark, store, "A", [_ev(1, "A", 1, {"A": 1})])
+    spec = _spec(store, [src], source_keys=["A"], out_rel=store.new_segment_path("B", 1))
+    result = SharedSessionEngine(store, spark, Path(str(store.root)), **settings).replicate_pass(spec)
+    assert result == PassResult(1, 1, 0, 0, None, 1, SegmentStats(1, 1, 1, {"A": 1}))
+    crc = [p.name for p in store.local_path(spec.out_rel).iterdir() if p.name.endswith(".crc")]
+    assert (not crc) is local
+
+
+def _row(i: int, size: int = 1000) -> Segment:
+    return Segment(
+        i, "A", f"A/seg-{i}", i * 10 + 1, i * 10 + 10, 10, VectorTime({}), (SegmentFile("p", size),)
+    )

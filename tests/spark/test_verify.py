@@ -8,8 +8,8 @@ import pytest
 from segment_rows import catalogued
 
 from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore.sourcechecks import WIDE_VECTOR_KEYS
 from replctl.adapters.spark.jobs import append_events, replicate_pass
-from replctl.adapters.spark.transforms import WIDE_VECTOR_KEYS
 from replctl.adapters.spark.verify import verify_log
 from replctl.core.jobs import PassSpec
 from replctl.core.model import Segment

@@ -30,9 +30,6 @@ from replctl.errors import EnvironmentFailure, InvalidInput
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Up to this many events an append is written here; larger ones go to Spark, whose writer streams them.
-LOCAL_APPEND_LIMIT = 100_000
-
 # The columns an append takes from its input; the rest of a row is the writer's (EM1).
 _INPUTS = ("type", "key", "tags", "payload")
 
@@ -42,30 +39,34 @@ _SLICE_BYTES = 64 << 20
 
 # The schema the Spark append job writes, as Spark records it in the file (`row.metadata`): the nullability
 # follows from the job's expressions (a literal origin is never null, the vt map is built from non-null values).
-_SPARK_ROW_METADATA = {
-    "type": "struct",
-    "fields": [
-        {"name": "seq", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "origin", "type": "string", "nullable": False, "metadata": {}},
-        {"name": "origin_time", "type": "long", "nullable": True, "metadata": {}},
+# A replication pass writes what it read from Parquet, which Spark reads as nullable throughout.
+_NOT_NULL = frozenset({"origin", "vt", "tags", "emitted_at"})
+_SPARK_TYPES: tuple[tuple[str, Any], ...] = (
+    ("seq", "long"),
+    ("origin", "string"),
+    ("origin_time", "long"),
+    ("vt", {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": False}),
+    ("type", "string"),
+    ("key", "string"),
+    ("tags", {"type": "array", "elementType": "string", "containsNull": True}),
+    ("payload", "string"),
+    ("emitted_at", "timestamp"),
+)
+
+
+def _spark_row_metadata(*, replicated: bool) -> dict[str, Any]:
+    """Spark's `row.metadata` of an appended segment, or of one a replication pass wrote (`replicated`)."""
+    fields = [
         {
-            "name": "vt",
-            "type": {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": False},
-            "nullable": False,
+            "name": name,
+            # The vt map's values: built from non-null values by the append job, read from Parquet by a pass.
+            "type": {**kind, "valueContainsNull": replicated} if name == "vt" else kind,
+            "nullable": replicated or name not in _NOT_NULL,
             "metadata": {},
-        },
-        {"name": "type", "type": "string", "nullable": True, "metadata": {}},
-        {"name": "key", "type": "string", "nullable": True, "metadata": {}},
-        {
-            "name": "tags",
-            "type": {"type": "array", "elementType": "string", "containsNull": True},
-            "nullable": False,
-            "metadata": {},
-        },
-        {"name": "payload", "type": "string", "nullable": True, "metadata": {}},
-        {"name": "emitted_at", "type": "timestamp", "nullable": False, "metadata": {}},
-    ],
-}
+        }
+        for name, kind in _SPARK_TYPES
+    ]
+    return {"type": "struct", "fields": fields}
 
 
 def local_parquet_rows(path: Path) -> int | None:
@@ -108,7 +109,7 @@ def append_local(
     if not rows:
         raise InvalidInput("no events to append")
     table = _emit(rows, location=location, start_seq=start_seq, cvv=cvv)
-    _write_segment(store, out_rel, table)
+    write_segment(store, out_rel, table)
     return appended_stats(location, start_seq, len(rows), cvv)
 
 
@@ -211,34 +212,44 @@ def _text(value: str | None) -> str:
     return "null" if value is None else encode_basestring_ascii(value)
 
 
-def _schema() -> pa.Schema:
-    """The schema the Spark append job writes (names, types, nullability, Spark's metadata keys)."""
+def _schema(*, replicated: bool = False) -> pa.Schema:
+    """The schema the Spark append job writes (names, types, nullability, Spark's metadata keys); with
+    `replicated`, the one a Spark replication pass writes (every column nullable)."""
     import pyarrow as pa
 
+    def field(name: str, kind: pa.DataType) -> pa.Field:
+        return pa.field(name, kind, nullable=replicated or name not in _NOT_NULL)
+
+    value = pa.field("value", pa.int64(), nullable=replicated)
     return pa.schema(
         [
-            pa.field("seq", pa.int64()),
-            pa.field("origin", pa.string(), nullable=False),
-            pa.field("origin_time", pa.int64()),
-            pa.field(
-                "vt", pa.map_(pa.string(), pa.field("value", pa.int64(), nullable=False)), nullable=False
-            ),
-            pa.field("type", pa.string()),
-            pa.field("key", pa.string()),
-            pa.field("tags", pa.list_(pa.field("element", pa.string())), nullable=False),
-            pa.field("payload", pa.string()),
-            pa.field("emitted_at", pa.timestamp("us"), nullable=False),
+            field("seq", pa.int64()),
+            field("origin", pa.string()),
+            field("origin_time", pa.int64()),
+            field("vt", pa.map_(pa.string(), value)),
+            field("type", pa.string()),
+            field("key", pa.string()),
+            field("tags", pa.list_(pa.field("element", pa.string()))),
+            field("payload", pa.string()),
+            field("emitted_at", pa.timestamp("us")),
         ],
         metadata={
             "org.apache.spark.version": version("pyspark"),
             "org.apache.spark.sql.parquet.row.metadata": json.dumps(
-                _SPARK_ROW_METADATA, separators=(",", ":")
+                _spark_row_metadata(replicated=replicated), separators=(",", ":")
             ),
         },
     )
 
 
-def _write_segment(store: LogStore, out_rel: str, table: pa.Table) -> None:
+def replicated_schema() -> pa.Schema:
+    """The schema of a segment a replication pass writes, as Spark writes it (`localpass`)."""
+    return _schema(replicated=True)
+
+
+def write_segment(store: LogStore, out_rel: str, table: pa.Table) -> None:
+    """Write `table` as the segment `out_rel` in the Spark writer's layout: one part file and `_SUCCESS`, under a
+    hidden name renamed into place; never onto an existing segment (Spark's mode "error")."""
     import pyarrow.parquet as pq
 
     final = store.local_path(out_rel)
@@ -264,8 +275,11 @@ def _write_segment(store: LogStore, out_rel: str, table: pa.Table) -> None:
             writer.add_key_value_metadata(table.schema.metadata)
         (staging / "_SUCCESS").touch()
         staging.replace(final)
-    except OSError as exc:
+    except BaseException as exc:
+        # Also on Ctrl-C: a hidden staging folder is never listed as a segment, so nothing would collect it.
         shutil.rmtree(staging, ignore_errors=True)
-        raise EnvironmentFailure(
-            f"cannot write the segment {store.uri(out_rel)}: {exc}", code="store"
-        ) from exc
+        if isinstance(exc, OSError):
+            raise EnvironmentFailure(
+                f"cannot write the segment {store.uri(out_rel)}: {exc}", code="store"
+            ) from exc
+        raise

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from replctl.adapters.spark.schema import damage_explains, read_checked
+from replctl.adapters.logstore.sourcechecks import damage_explains
+from replctl.adapters.spark.schema import read_checked
 from replctl.adapters.spark.session import spark_failures
 from replctl.adapters.spark.transforms import covered_by_identity
 

@@ -18,12 +18,17 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
+from replctl.adapters.logstore.sourcechecks import (
+    damage_explains,
+    is_wide,
+    outside_keys_failure,
+    refuse_missing,
+)
 from replctl.adapters.spark.admission import first_block
 from replctl.adapters.spark.schema import (
     EVENT_COLUMNS,
     FILTER_DDL,
     INPUT_COLUMNS,
-    damage_explains,
     extra_keys_column,
     identity_columns,
     lub_by_scan,
@@ -31,7 +36,6 @@ from replctl.adapters.spark.schema import (
     read_checked,
     read_events,
     read_written,
-    refuse_missing,
     vt_entries,
 )
 from replctl.adapters.spark.session import raise_if_connect_lost, spark_failures
@@ -42,7 +46,6 @@ from replctl.adapters.spark.transforms import (
     classify,
     emit,
     generated_inputs,
-    is_wide,
     renumber,
     with_vt_entries,
 )
@@ -53,7 +56,7 @@ from replctl.core.jobs import (
     SegmentStats,
     appended_stats,
 )
-from replctl.errors import BadFilter, DamagedLog, EnvironmentFailure, InvalidInput
+from replctl.errors import BadFilter, DamagedLog, InvalidInput
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -346,12 +349,7 @@ def replicate_pass(spark: SparkSession, store: LogStore, spec: PassSpec) -> Pass
         if outside_keys:
             if store.is_local:
                 store.remove(spec.out_rel)
-            raise EnvironmentFailure(
-                "the source log holds a vector time with a key outside its CVV (I3 is broken at the source); "
-                "nothing was replicated",
-                code="inconsistent",
-                hint="run `replctl log verify` on the source location",
-            )
+            raise outside_keys_failure()
         segment = _written_segment(store, spec, stats, lub)
     count = int(stats["examined"] or 0)
     return PassResult(

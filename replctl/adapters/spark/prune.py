@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
+from replctl.adapters.logstore.sourcechecks import damage_explains
 from replctl.adapters.spark.jobs import write_segment
-from replctl.adapters.spark.schema import EVENT_COLUMNS, damage_explains, read_checked
+from replctl.adapters.spark.schema import EVENT_COLUMNS, read_checked
 from replctl.adapters.spark.session import spark_failures
 from replctl.core.jobs import SegmentRewrite, SegmentStats
 

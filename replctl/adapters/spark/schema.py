@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, Observation
 from pyspark.sql import functions as F
 
+from replctl.adapters.logstore.sourcechecks import refuse_missing
 from replctl.adapters.spark.paths import literal_path
-from replctl.errors import DamagedLog, EnvironmentFailure
+from replctl.errors import DamagedLog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -209,18 +209,6 @@ class CheckedRead:
             )
 
 
-def refuse_missing(store: LogStore, segments: Sequence[Segment]) -> None:
-    """DamagedLog (DR0) when a catalogued data file of `segments` is missing or of another size."""
-    missing = missing_files(store, segments)
-    if missing:
-        name = segments[0].location
-        raise DamagedLog(
-            name,
-            f"{name}'s log is damaged: {missing[0]} is missing or of another size than catalogued; nothing was decided "
-            "or written from the log (DR0)",
-        )
-
-
 def read_checked(
     spark: SparkSession,
     store: LogStore,
@@ -246,37 +234,3 @@ def read_checked(
         observation, F.count(F.lit(1)).alias("rows"), *observed
     )
     return CheckedRead(events, observation, chosen)
-
-
-@contextmanager
-def damage_explains(store: LogStore, segments: Sequence[Segment]) -> Iterator[None]:
-    """Turn a job's failure into DamagedLog when a catalogued file it read is gone or changed meanwhile:
-    Spark says only that a file was not found, and the operator's way out is recovery, not the environment."""
-    try:
-        yield
-    except EnvironmentFailure as exc:
-        missing = missing_files(store, segments)
-        if not missing:
-            raise
-        name = segments[0].location
-        raise DamagedLog(
-            name,
-            f"{name}'s log is damaged: {missing[0]} is catalogued but was gone or changed when it was read; "
-            "nothing was decided or written from the read (DR0)",
-        ) from exc
-
-
-def missing_files(store: LogStore, segments: Sequence[Segment]) -> list[str]:
-    """The catalogued data files (store paths) of `segments` a local store does not hold at their recorded
-    size; none is reported for a remote store, whose reads fail on a missing file instead."""
-    if not store.is_local:
-        return []
-    out = []
-    for seg in segments:
-        stored = store.segment_files(seg.path) or {}
-        if seg.files is None:
-            if not stored:
-                out.append(seg.path)
-            continue
-        out += [f"{seg.path}/{f.name}" for f in seg.files if stored.get(f.name) != f.size]
-    return out

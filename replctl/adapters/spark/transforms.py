@@ -119,17 +119,6 @@ def classify(events: DataFrame, *, target_cvv: Mapping[str, int], filter_sql: st
     return events.withColumn("decision", decision.otherwise(F.lit(CANDIDATE)))
 
 
-# Above this many keys a vector is "wide": one column per key would make the generated code of a stage so large
-# that the JVM stops compiling it (HotSpot skips methods over 8,000 bytes of bytecode) and every row runs
-# interpreted. Measured: a pass over vts of 50 keys took 17x a plain copy with per-key columns.
-WIDE_VECTOR_KEYS = 16
-
-
-def is_wide(keys: Sequence[str]) -> bool:
-    """Whether vectors over `keys` take the per-entry (lambda) path instead of one column per key."""
-    return len(keys) > WIDE_VECTOR_KEYS
-
-
 def admission_refused(
     admission: Sequence[str], target_cvv: Mapping[str, int], keys: Sequence[str] | None = None
 ) -> Column:

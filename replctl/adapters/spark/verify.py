@@ -12,6 +12,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from replctl.adapters.logstore.inventory import held
+from replctl.adapters.logstore.sourcechecks import is_wide
 from replctl.adapters.spark.schema import (
     covering_vector,
     extra_keys_column,
@@ -21,7 +22,7 @@ from replctl.adapters.spark.schema import (
     vector_literal,
 )
 from replctl.adapters.spark.session import spark_failures
-from replctl.adapters.spark.transforms import covered_by, is_wide
+from replctl.adapters.spark.transforms import covered_by
 from replctl.core.jobs import InvariantViolation
 from replctl.core.model import Segment
 from replctl.core.vectortime import VectorTime
