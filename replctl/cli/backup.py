@@ -96,7 +96,7 @@ def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] 
 
         if location is not None:
             backups.check_location(app.catalog(), location)
-        return backups.listing(app.backups(), location)
+        return backups.listing(app.catalog(), app.backups(), location)
 
     def render(app: AppContext, outcome: BackupList) -> None:
         stdout().print(_table(list(outcome.backups)))
@@ -111,7 +111,7 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
     def action(app: AppContext) -> BackupShown:
         from replctl.services import backups
 
-        return backups.show(app.backups(), backup_id)
+        return backups.show(app.catalog(), app.backups(), backup_id)
 
     def render(app: AppContext, outcome: BackupShown) -> None:
         m = outcome.manifest.to_json()
@@ -163,7 +163,7 @@ def verify(
     def action(app: AppContext) -> BackupChecks:
         from replctl.services import backups
 
-        return backups.verify(app.backups(), list(ids or []))
+        return backups.verify(app.catalog(), app.backups(), list(ids or []))
 
     def render(app: AppContext, outcome: BackupChecks) -> None:
         # A damaged backup exits 6 (the outcome's completion); the text says which and why.

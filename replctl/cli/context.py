@@ -143,16 +143,21 @@ class AppContext:
         cancel_running_jobs()
 
     def manifests(self) -> list[Manifest] | None:
-        """Every backup in the backup store, None when it cannot be read (BK3 then says `unknown`)."""
+        """This catalog's backups in the backup store, None when it cannot be read (BK3 then says `unknown`)."""
         # The adapter directly, not through services.backups: `status` calls this, and that module pulls in the
         # log and Spark-result modules that a light command must not import (issue 17).
         from replctl.adapters.backupstore import BackupStore
         from replctl.errors import EnvironmentFailure
 
         try:
-            return BackupStore(self.settings.backup_store).manifests()
+            every = BackupStore(self.settings.backup_store).manifests()
         except EnvironmentFailure:
             return None
+        # Only this catalog's: another catalog's backups in the same store describe other locations (BK3).
+        from replctl.core.backups import of_catalog
+        from replctl.services.store_identity import catalog_identity
+
+        return of_catalog(every, catalog_identity(self.catalog()))
 
     def checked_store(self) -> LogStore:
         """The log store, checked against the catalog first (`services.store_identity`, exit 6 as `engine()`):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -80,6 +80,10 @@ class Manifest:
     # Vectors merged into A's CVV without events (ADD3, --accept-loss): part of I3, so `backup verify` can
     # check the CVV against the stored events. None in a manifest written before it was recorded.
     baseline: VectorTime | None = None
+    # The id of the catalog that made the backup (BK1): another catalog's backups share a backup store only by
+    # mistake (a re-initialised home, a shared REPLCTL_BACKUP_STORE). None in a manifest written before it was
+    # recorded (`of_catalog`).
+    catalog_id: str | None = None
 
     @property
     def events(self) -> int:
@@ -134,6 +138,7 @@ class Manifest:
             "who": self.who,
             "reason": self.reason,
             **({} if self.baseline is None else {"baseline": self.baseline.to_dict()}),
+            **({} if self.catalog_id is None else {"catalog_id": self.catalog_id}),
         }
 
     @classmethod
@@ -161,7 +166,45 @@ class Manifest:
             reason=None if doc.get("reason") is None else str(doc["reason"]),
             segments_reused=int(doc.get("segments_reused", 0)),
             baseline=vector(doc["baseline"]) if doc.get("baseline") is not None else None,
+            catalog_id=None if doc.get("catalog_id") is None else str(doc["catalog_id"]),
         )
+
+
+@dataclass(frozen=True)
+class CatalogIdentity:
+    """Which catalog is asking: its id, and when its store was marked (`init`; None for a catalog made before
+    stores were marked)."""
+
+    id: str
+    created: datetime | None
+
+
+def foreign_reason(manifest: Manifest, catalog: CatalogIdentity) -> str | None:
+    """Why `manifest` is not a backup of `catalog`'s location of that name, or None when it is.
+
+    A backup names the catalog that made it. A backup of another catalog describes another location, whose
+    events hold identities this catalog gave to other events (M3): listed, counted by BK3 or restored (BK2), it
+    passes another world's events off as this one's. A manifest written before backups named their catalog is
+    this catalog's unless it is older than the catalog's store: a backup cannot predate the store it backs up
+    (the re-initialised home whose old backups stayed).
+    """
+    if manifest.catalog_id is not None:
+        if manifest.catalog_id == catalog.id:
+            return None
+        return f"it was made by another catalog (id {manifest.catalog_id}; this catalog's is {catalog.id})"
+    made = datetime.fromisoformat(manifest.created_at)
+    made = made if made.tzinfo is not None else made.replace(tzinfo=UTC)
+    if catalog.created is not None and made < catalog.created:
+        return (
+            f"it was made at {manifest.created_at}, before this catalog's store was created "
+            f"({catalog.created.isoformat()}): another catalog's"
+        )
+    return None
+
+
+def of_catalog(manifests: Iterable[Manifest], catalog: CatalogIdentity) -> list[Manifest]:
+    """The backups of `catalog` among `manifests` (`foreign_reason`), in the given order."""
+    return [m for m in manifests if foreign_reason(m, catalog) is None]
 
 
 def backup_id(location: str, created_at: datetime, suffix: str) -> str:
@@ -201,9 +244,11 @@ def prune(
     keep_last: int | None,
     older_than: timedelta | None,
     now: datetime,
+    others: Iterable[Manifest] = (),
 ) -> PruneDecision:
     """Choose the backups to remove (per location: beyond the newest `keep_last`, or created before
-    `now - older_than`) and the segment files only they name: a file a kept backup lists is never removed."""
+    `now - older_than`) and the segment files only they name: a file a kept backup lists is never removed,
+    nor one that `others` (backups this prune may not remove: another catalog's) list."""
     every = sorted(manifests, key=lambda m: (m.location, *age_order(m)))
     removed: list[Manifest] = []
     for loc in sorted({m.location for m in every}):
@@ -216,7 +261,7 @@ def prune(
             cut = now - older_than
             removed += [m for m in mine if datetime.fromisoformat(m.created_at) < cut and m not in removed]
     kept = [m for m in every if m not in removed]
-    used = {s.path for m in kept for s in m.segments}
+    used = {s.path for m in [*kept, *others] for s in m.segments}
     files = sorted({s.path for m in removed for s in m.segments} - used)
     return PruneDecision(tuple(removed), tuple(kept), tuple(files))
 

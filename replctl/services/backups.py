@@ -37,6 +37,7 @@ from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
+from replctl.services.store_identity import catalog_identity
 from replctl.services.topology_state import load_state
 from replctl.storeroots import apart_from, overlap, root_of
 
@@ -213,7 +214,7 @@ def _backup(
     ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
 ) -> dict[str, Any]:
     for _attempt in range(_ATTEMPTS):
-        loc, segments, version = _read(ctx, store, name)
+        loc, segments, version, catalog_id = _read(ctx, store, name)
         planned = _plan(store, backups, name, segments)
         if ctx.dry_run:
             return _summary(loc, planned, None)
@@ -223,7 +224,7 @@ def _backup(
             if not _vanished(ctx, name, planned):
                 raise
             continue  # a segment went from the live log while it was copied: read the catalog again
-        manifest = _manifest(loc, version, done, reason)
+        manifest = replace(_manifest(loc, version, done, reason), catalog_id=catalog_id)
         backups.put_manifest(manifest)
         # The manifest made the backup (BK1); the catalog only journals it, with the operation's end.
         ctx.closing_step(
@@ -238,9 +239,12 @@ def _backup(
     )
 
 
-def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, list[Segment], int]:
-    """A's row, segments and the catalog version, read holding A's lease, which is given back right after
-    (BK1): appends and replication into A go on while its segments are copied, since segments are immutable.
+def _read(
+    ctx: OperationContext, store: LogStore, name: str
+) -> tuple[Location, list[Segment], int, str | None]:
+    """A's row, segments, the catalog version and the catalog's id (the manifest names it), read holding A's
+    lease, which is given back right after (BK1): appends and replication into A go on while its segments are
+    copied, since segments are immutable.
 
     The read is a snapshot that commits nothing; giving the lease back checks that it was held throughout
     (`OperationContext.release`), the census of A's files (DR0) included."""
@@ -250,12 +254,13 @@ def _read(ctx: OperationContext, store: LogStore, name: str) -> tuple[Location, 
         loc = get_location(tx, name)
         segments = tx.segments(name)
         version = tx.catalog_version()
+        catalog_id, _ = tx.catalog_identity()
     if loc.retired:
         raise InvalidInput(f"{name} is retired; there is nothing to back up", code="retired")
     # DR0: a backup of a damaged log would hold fewer events than its manifest says it does.
     refuse_damaged(store, name, segments)
     ctx.release(resource)
-    return loc, segments, version
+    return loc, segments, version, catalog_id
 
 
 def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_PlannedSegment]:
@@ -337,22 +342,30 @@ def _who() -> str:
         return "unknown"
 
 
-def listing(backups: BackupStore, location: str | None) -> BackupList:
-    """`backup list [LOC]`: complete backups, oldest first."""
-    return BackupList(tuple(m.summary() for m in backups.manifests() if location in (None, m.location)))
+def mine(catalog: Catalog, backups: BackupStore, location: str | None = None) -> list[bk.Manifest]:
+    """This catalog's complete backups in the backup store (`core.backups.of_catalog`), oldest first; only
+    `location`'s when given. Another catalog's backups in the same store are left out of every listing, choice,
+    prune and BK3 answer."""
+    return bk.of_catalog(backups.manifests(location), catalog_identity(catalog))
 
 
-def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
-    """A backup by id, or `latest` of `location`.
+def listing(catalog: Catalog, backups: BackupStore, location: str | None) -> BackupList:
+    """`backup list [LOC]`: this catalog's complete backups, oldest first."""
+    return BackupList(tuple(m.summary() for m in mine(catalog, backups, location)))
 
-    An id the backup store does not hold is an unknown name (exit 2, cli.md), like an unknown location; a
-    store that cannot be read still fails as the environment (exit 6); `latest` of a location the store holds
-    no backup of is refused (exit 3, BK2).
+
+def find(catalog: Catalog, backups: BackupStore, ref: str, location: str | None = None) -> bk.Manifest:
+    """A backup of this catalog by id, or `latest` of `location`.
+
+    An id the backup store does not hold is an unknown name (exit 2, cli.md), like an unknown location, and so
+    is another catalog's backup (`core.backups.foreign_reason`: its events are another world's); a store that
+    cannot be read still fails as the environment (exit 6); `latest` of a location the store holds no backup
+    of is refused (exit 3, BK2).
     """
     if ref == "latest":
         if location is None:
             raise InvalidInput("`latest` needs a location", code="usage")
-        found = bk.newest(backups.manifests(), location)
+        found = bk.newest(mine(catalog, backups, location), location)
         if found is None:
             # Not an environment failure: the store answered, and it holds no backup of this location. BK2
             # restores from a backup of A only, as it refuses another location's; plain event recovery from
@@ -370,12 +383,20 @@ def find(backups: BackupStore, ref: str, location: str | None = None) -> bk.Mani
             code="unknown-backup",
             hint="list them with: replctl backup list",
         )
+    foreign = bk.foreign_reason(manifest, catalog_identity(catalog))
+    if foreign is not None:
+        raise UnknownName(
+            f"backup {ref!r} is not a backup of this catalog: {foreign}; its events are another world's, under "
+            "identities this catalog gave to others (M3), so it is neither shown, verified nor restored (BK2)",
+            code="foreign-backup",
+            hint="list this catalog's backups with: replctl backup list",
+        )
     return manifest
 
 
-def show(backups: BackupStore, ref: str) -> BackupShown:
+def show(catalog: Catalog, backups: BackupStore, ref: str) -> BackupShown:
     """`backup show ID`: the whole manifest."""
-    return BackupShown(find(backups, ref))
+    return BackupShown(find(catalog, backups, ref))
 
 
 def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
@@ -390,7 +411,7 @@ def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
     return problems
 
 
-def verify(backups: BackupStore, refs: list[str]) -> BackupChecks:
+def verify(catalog: Catalog, backups: BackupStore, refs: list[str]) -> BackupChecks:
     """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
     the invariants of rules.md §9 on the backup's own events against its manifest.
 
@@ -400,7 +421,7 @@ def verify(backups: BackupStore, refs: list[str]) -> BackupChecks:
     I6 concern progress and topology, which live in the catalog, not in a backup. A backup whose files fail
     their digests is not read further: its events are not the ones the manifest describes.
     """
-    chosen = [find(backups, r) for r in refs] if refs else backups.manifests()
+    chosen = [find(catalog, backups, r) for r in refs] if refs else mine(catalog, backups)
     results = []
     for m in chosen:
         problems = damage(backups, m)
@@ -459,21 +480,24 @@ def prune(
         raise InvalidInput(f"--keep-last takes N ≥ 0, got {keep_last}", code="bad-number")
     check_apart(backups, "BK1", "nothing was removed")
     age = parse_age(older_than) if older_than is not None else None
-    touched = sorted({m.location for m in backups.manifests() if location in (None, m.location)})
+    touched = sorted({m.location for m in mine(catalog, backups, location)})
 
     def body(ctx: OperationContext) -> PruneOutcome:
         # Read again under the leases: what was listed before them may have changed.
         every = backups.manifests()
+        ours = bk.of_catalog(every, catalog_identity(catalog))
         decision = bk.prune(
-            [m for m in every if m.location in touched],
+            [m for m in ours if m.location in touched],
             location=location,
             keep_last=keep_last,
             older_than=age,
             now=datetime.now(UTC),
+            # Another catalog's backups are never removed, nor a file one of them lists.
+            others=[m for m in every if m not in ours],
         )
         with ctx.transaction() as tx:
             state, locations, connections = load_state(tx), tx.locations(), tx.connections()
-        hurt = bk.pruned_unrecoverable(state, locations, connections, every, removing=decision.removed)
+        hurt = bk.pruned_unrecoverable(state, locations, connections, ours, removing=decision.removed)
         outcome = PruneOutcome(
             dry_run=ctx.dry_run,
             removed=tuple(m.id for m in decision.removed),

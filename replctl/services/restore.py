@@ -50,7 +50,7 @@ def restore(
         if loc.retired:
             raise Refused(f"refused [RET1]: {name} is retired", code="RET1")
         around = dr.neighbours(load_state(tx), name)
-    manifest = backup_service.find(backups, ref, name)
+    manifest = backup_service.find(catalog, backups, ref, name)
     if manifest.location != name:
         raise Refused(
             f"refused [BK2]: backup {manifest.id} is a backup of {manifest.location}, not of {name}",
@@ -214,7 +214,7 @@ def _consent(
             engine,
             loc,
             lambda: start,
-            manifests=backups.manifests(name),
+            manifests=backup_service.mine(ctx.catalog, backups, name),
             restoring=manifest.id,
             how=how,
             accept_loss=accept_loss,

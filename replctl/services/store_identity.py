@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from replctl.core.backups import CatalogIdentity
 from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
 from replctl.services.ports import Catalog, CatalogTransaction, LogStore
@@ -145,6 +146,12 @@ def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
     store.write_marker(marker)
     _record(catalog, marker)
     return StoreMarking(catalog_id, marked=True)
+
+
+def catalog_identity(catalog: Catalog) -> CatalogIdentity:
+    """The catalog's id and when its store was marked: what a backup must name to be this catalog's (BK1)."""
+    catalog_id, created = _identity(catalog)
+    return CatalogIdentity(catalog_id, created)
 
 
 def _identity(catalog: Catalog) -> tuple[str, datetime | None]:

@@ -1059,3 +1059,57 @@ def test_a_plain_recovery_is_refused_when_only_the_backup_holds_what_the_refused
     doc = rc.json("recover", "location", "A", "--from-backup", made)
     assert (doc["lost"], doc["refused"]) == ({}, [])
     assert rc.stored("A") == [("N", 1, "n1"), ("N", 2, "n2"), ("N", 3, "n3")]
+
+
+def _another_world(rc: Replctl, root: Path) -> Replctl:
+    """A second catalog and log store whose backup store is `rc`'s (a re-initialised home, a shared
+    REPLCTL_BACKUP_STORE), with A and B connected both ways."""
+    other = Replctl(root)
+    other.env["REPLCTL_BACKUP_STORE"] = str(rc.backups)
+    other("init")
+    two_locations(other)
+    return other
+
+
+def test_another_catalogs_backups_in_the_same_store_are_never_listed_counted_restored_or_pruned(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK1/BK2/BK3/M3: the first world backed up B (old-1..3); a second catalog shares the backup store and
+    # assigns the same identities (A:1..3) to other events. Its B must not count or restore the first's backup.
+    two_locations(rc)
+    rc.append("A", "old-1", "old-2", "old-3")
+    rc("replicate")
+    old = rc.json("backup", "create")["backups"]
+    new = _another_world(rc, tmp_path / "second")
+    new.append("A", "new-1", "new-2", "new-3")
+    new("replicate")
+    assert new.json("backup", "list")["backups"] == []
+    assert new.location("B")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
+    refused = new.json("delete", "A", "--upto", "3", "--require-recoverable", expect=3)["error"]
+    assert refused["code"] == "BK4"
+    assert new.keys("A") == ["new-1", "new-2", "new-3"]
+    new("drill", "disaster", "B", "--from", "1")
+    latest = new.json("recover", "location", "B", "--from-backup", "latest", expect=3)["error"]
+    assert latest == {
+        "code": "BK2",
+        "message": "refused [BK2]: the backup store holds no backup of B; nothing was changed",
+        "hint": "replctl recover location B",
+    }
+    old_b = next(b["id"] for b in old if b["location"] == "B")
+    for args in (["recover", "location", "B", "--from-backup", old_b], ["backup", "show", old_b]):
+        error = new.json(*args, expect=2)["error"]
+        assert error["code"] == "foreign-backup"
+        assert error["message"].startswith(
+            f"backup '{old_b}' is not a backup of this catalog: it was made by"
+        )
+        assert error["hint"] == "list this catalog's backups with: replctl backup list"
+    # Recovered from A instead: B holds the second world's events only.
+    new("recover", "location", "B")
+    assert new.keys("B") == ["new-1", "new-2", "new-3"]
+    # The second world's prune neither removes the first's backups nor a file they list.
+    mine = new.json("backup", "create", "B")["backups"][0]["id"]
+    pruned = new.json("backup", "prune", "--keep-last", "0")
+    assert pruned["removed"] == [mine]
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [b["id"] for b in old]
+    assert all(check["ok"] for check in rc.json("backup", "verify")["backups"])
+    assert rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")["ok"]

@@ -86,9 +86,9 @@ def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
     # Incremental: the first segment is named by the earlier manifest, so only the new one is copied.
     assert _made(doc) == [("A", 3, 3, 2, 1, [second])]
-    listed = backup_service.listing(backups, "A").to_json()["backups"]
+    listed = backup_service.listing(catalog, backups, "A").to_json()["backups"]
     assert [(b["seq"], b["segments"], b["segments_reused"]) for b in listed] == [(2, 1, 0), (3, 2, 1)]
-    checked = backup_service.verify(backups, []).to_json()["backups"]
+    checked = backup_service.verify(catalog, backups, []).to_json()["backups"]
     assert [(b["id"], b["ok"], b["problems"]) for b in checked] == [(b["id"], True, []) for b in listed]
 
 
@@ -126,7 +126,7 @@ def test_verify_reports_a_missing_copy_and_a_restore_from_it_changes_nothing(
     [path] = _segments(catalog, "A")
     [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
     backups.remove_segment(path)
-    [checked] = backup_service.verify(backups, [made["id"]]).to_json()["backups"]
+    [checked] = backup_service.verify(catalog, backups, [made["id"]]).to_json()["backups"]
     assert (checked["ok"], checked["problems"], checked["violations"]) == (False, [f"{path}: missing"], [])
     with pytest.raises(EnvironmentFailure) as raised:
         restore.restore(catalog, plane, backups, "A", "latest")
@@ -189,4 +189,4 @@ def test_prune_keeps_the_newest_and_every_file_it_names(
         [],
     )
     assert [m.id for m in backups.manifests("A")] == [newer]
-    assert [c["ok"] for c in backup_service.verify(backups, []).to_json()["backups"]] == [True]
+    assert [c["ok"] for c in backup_service.verify(catalog, backups, []).to_json()["backups"]] == [True]
