@@ -157,7 +157,10 @@ def _plan(
     if app.plan_out is not None:
         from replctl.localfiles import check_replaceable
 
-        check_replaceable(app.plan_out)  # before the dry run, so a link or FIFO there costs nothing
+        # Before the dry run: a path on the catalog, a store or the config file, or a link or FIFO there, costs
+        # nothing.
+        app.check_output(app.plan_out, "--plan-out", "the plan")
+        check_replaceable(app.plan_out)
     if render is None:
         raise ReplctlError(f"{ctx.command_path} renders no outcome to plan", code="internal")
     catalog = app.catalog()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from replctl.adapters.logbackups import LogBackups
     from replctl.adapters.logstore import LogStore
     from replctl.core.backups import Manifest
+    from replctl.outputpaths import OwnPlaces
     from replctl.services.plans import AppliedPlan, Plan
     from replctl.services.ports import EventFiles, ManagedEngine
     from replctl.services.store_identity import StoreCheck
@@ -75,6 +76,31 @@ class AppContext:
             ensure_current(self._catalog.engine)
         catalog: Catalog = self._catalog
         return catalog
+
+    def own_places(self) -> OwnPlaces:
+        """Where this command's catalog, stores and config file are: what no output file may land on
+        (`replctl.outputpaths`). A database URL that does not parse names no file here; the command refuses
+        it where it opens the catalog (`demo` never opens this one)."""
+        from replctl.adapters.catalog.engine import parse_url, sqlite_path
+        from replctl.errors import InvalidInput
+        from replctl.outputpaths import OwnPlaces
+
+        try:
+            catalog = sqlite_path(parse_url(self.settings.db))
+        except InvalidInput:
+            catalog = None
+        return OwnPlaces(
+            catalog=catalog,
+            log_store=self.settings.store,
+            backup_store=self.settings.backup_store,
+            config=self.settings.config_path,
+        )
+
+    def check_output(self, path: Path, option: str, what: str) -> None:
+        """Refuse (exit 2, `output-overlap`) an output path on the catalog, a store or the config file."""
+        from replctl.outputpaths import check_output
+
+        check_output(path, option, what, self.own_places())
 
     def store(self) -> LogStore:
         """The log store at the configured root, which must exist (only `init` creates it; exit 6)."""

@@ -14,13 +14,14 @@ import tempfile
 import time
 from contextlib import redirect_stdout
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from replctl.cli.output import emit_json, stdout
-from replctl.errors import InvalidInput
+from replctl.errors import InvalidInput, ReplctlError
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,13 @@ def demo(
         # write (--plan-out) or to apply (a plan file naming `demo`).
         run(ctx, lambda _app: None, effect=Effect.UNPLANNED)
 
+    if directory is not None and ctx.obj is not None:
+        # The story's catalog, logs and config must not land in the configured stores (or on the catalog's
+        # side files), where the stores would take them for their own.
+        try:
+            ctx.obj.check_output(directory, "--dir", "the demo")
+        except ReplctlError as refusal:
+            run(ctx, partial(_refuse, refusal))
     if directory is not None and directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         # The demo writes its own catalog, logs and config there: never beside (or over) someone's files.
         run(ctx, lambda _app: _refuse_folder(directory))
@@ -197,6 +205,10 @@ def demo(
         "replctl backup list",
     ):
         console.print(f"  {env} {hint}", markup=False)
+
+
+def _refuse(refusal: ReplctlError, _app: object) -> None:
+    raise refusal
 
 
 def _refuse_folder(directory: Path) -> None:

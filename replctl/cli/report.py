@@ -51,6 +51,8 @@ def report(
             return report_service.page(
                 app.catalog(), app.engine().store, recent=recent, manifests=app.manifests()
             )
+        # Before the catalog is read: the page must not replace the catalog, a store's file or the config.
+        app.check_output(html, "--html", "the report")
         return report_service.write_html(
             app.catalog(),
             html,

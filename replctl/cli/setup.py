@@ -93,6 +93,8 @@ def db_backup(
     def action(app: AppContext) -> CatalogCopied:
         from replctl.services import setup
 
+        # A copy named like the catalog's -wal or -journal file would be replayed into it by SQLite.
+        app.check_output(file, "db backup", "the copy")
         return setup.backup_catalog(app.installer(), file)
 
     def render(_app: AppContext, out: CatalogCopied) -> None:

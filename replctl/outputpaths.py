@@ -1,0 +1,86 @@
+"""Output files the operator names, and the places they must never land on: replctl's own state.
+
+`--plan-out FILE`, `report --html FILE`, `db backup FILE` and `demo --dir FOLDER` write where the operator
+says. Named by a slip of the tab key, such a path could be the catalog (or the `-wal`, `-shm` or `-journal`
+file SQLite keeps beside it), a file in the log store (a segment of acknowledged events, the store's marker),
+a file in the backup store, or the config file in use; replacing it would destroy what it holds. Each of those
+writers calls `check_output` first, before anything is read or computed, so a refusal (exit 2,
+`output-overlap`) leaves everything as it was.
+
+Paths are compared as `replctl.storeroots` compares store roots: user expanded, resolved through symlinks and
+`..`, so `./x/../.replctl/catalog.db` and a link to the catalog's folder are caught too. Only local places can
+meet a local output path; a remote store or a PostgreSQL catalog is never one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from replctl.errors import InvalidInput
+from replctl.storeroots import Overlap, StoreRoot, overlap, root_of
+
+HINT = "name a file outside the catalog and the stores"
+
+# The files SQLite keeps beside a database, by suffix, as a message names them: writing over one corrupts
+# the catalog as surely as writing over the database itself (a stale WAL or journal is replayed into it).
+_SIDE_FILES = {
+    "-wal": "the catalog's write-ahead log",
+    "-shm": "the catalog's shared-memory index",
+    "-journal": "the catalog's rollback journal",
+}
+
+
+@dataclass(frozen=True)
+class OwnPlaces:
+    """Where replctl keeps its state, as configured for this command."""
+
+    catalog: Path | None  # the SQLite file; None for a PostgreSQL catalog
+    log_store: str  # a root as `--store` takes it: a path, a file:// URI or a remote URI
+    backup_store: str
+    config: Path | None  # the config file in use, if any
+
+
+def check_output(path: Path, option: str, what: str, places: OwnPlaces) -> None:
+    """Refuse (exit 2, `output-overlap`) an output path that is one of replctl's own places: the catalog or a
+    side file of it, the log or backup store's root or anything inside one, or the config file in use.
+
+    `option` names the path in the message as the operator gave it (`--plan-out`), `what` is what would be
+    written there (`the plan`). The message names the file, never the catalog's URL (it may carry a password).
+    """
+    clash = _clash(root_of(str(path)), places)
+    if clash is None:
+        return
+    place, consequence = clash
+    raise InvalidInput(
+        f"{option} {path} {place}; writing {what} there {consequence}",
+        code="output-overlap",
+        hint=HINT,
+    )
+
+
+def _clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
+    """How `target` lands on one of `places`: what it is and what writing there does; None when apart."""
+    if places.catalog is not None:
+        if target == root_of(str(places.catalog)):
+            return "is the catalog", "would destroy it"
+        for suffix, name in _SIDE_FILES.items():
+            if target in _side_files(places.catalog, suffix):
+                return f"is {name}", "would destroy the catalog"
+    if places.config is not None and target == root_of(str(places.config)):
+        return "is the config file in use", "would destroy it"
+    for root, store in ((places.log_store, "the log store"), (places.backup_store, "the backup store")):
+        normalised = root_of(root)
+        how = overlap(target, normalised)
+        if how is Overlap.SAME:
+            return f"is {store}", "would destroy it"
+        if how is Overlap.INSIDE:
+            # A new file there is no better: the store takes it for one of its own (an unknown file to remove).
+            return f"lies inside {store} {normalised}", "could destroy the store's files"
+    return None
+
+
+def _side_files(catalog: Path, suffix: str) -> set[StoreRoot]:
+    """A side file as SQLite may place it: beside the configured path, or beside the file a link there points
+    to."""
+    return {root_of(f"{catalog}{suffix}"), root_of(f"{catalog.resolve()}{suffix}")}
