@@ -8,12 +8,21 @@ from datetime import UTC, datetime, timedelta
 from replctl.core.backups import (
     BackupSegment,
     Manifest,
+    copy_damage,
     newest,
     prune,
     recoverability,
     recoverability_all,
 )
-from replctl.core.model import Change, ChangeKind, Connection, ConnectionState, Location, LocationState
+from replctl.core.model import (
+    Change,
+    ChangeKind,
+    Connection,
+    ConnectionState,
+    Location,
+    LocationState,
+    SegmentFile,
+)
 from replctl.core.topology import TopologyState, fold
 from replctl.core.vectortime import VectorTime
 
@@ -195,3 +204,24 @@ def test_bk3_for_every_active_location_from_its_newest_backup() -> None:
         state, [a, b, gone], conns(("A", "B")).values(), [older, newer], lambda x: not x.retired
     )
     assert {k: (v.state, v.backup) for k, v in every.items()} == {"A": ("yes", None), "B": ("yes", "B-2")}
+
+
+def test_a_copy_is_whole_by_size_only_when_every_file_its_entry_implies_is_there_with_its_bytes_bk1() -> None:
+    # BK1: `backup create` reuses a copy only after this check (a listing, no byte read); verify and a restore
+    # say "missing" for a lost file rather than that the digest differs.
+    entry = seg("B/seg-1", 1, 3)  # 100 bytes
+    row = (SegmentFile("part-0.parquet", 60), SegmentFile("part-1.parquet", 40))
+    whole = {"part-0.parquet": 60, "part-1.parquet": 40}
+    assert copy_damage(entry, whole, row) is None
+    assert copy_damage(entry, whole) is None
+    assert copy_damage(entry, None, row) == "missing"
+    assert copy_damage(entry, {}, row) == "missing"  # the folder is there, its files are not
+    assert copy_damage(entry, {"part-0.parquet": 60}, row) == "missing part-1.parquet"
+    assert copy_damage(entry, {"part-0.parquet": 60}) == (
+        "missing files: the copy holds 60 of the 100 bytes the manifest records"
+    )
+    assert (
+        copy_damage(entry, {**whole, "part-1.parquet": 7}, row)
+        == "part-1.parquet holds 7 bytes, its catalog row 40"
+    )
+    assert copy_damage(entry, {**whole, "stray": 1}) == "the copy holds 101 bytes, the manifest records 100"
