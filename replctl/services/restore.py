@@ -240,8 +240,8 @@ def _copy_all_in(
     engine: DataPlane, backups: BackupStore, manifest: Manifest
 ) -> list[tuple[str, BackupSegment]]:
     """Copy the backup's segments into the log store, each checked against the manifest's digest once
-    copied (issue 19): a backup file changed since `damaged_copies` read it, or a copy torn on the way, would make
-    A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
+    copied (issue 19): a backup file changed since `damaged_copies` read it, or a copy torn on the way, would
+    make A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
     restored (exit 6); the catalog is untouched."""
     copies: list[tuple[str, BackupSegment]] = []
     try:
