@@ -119,7 +119,8 @@ class BackupStore:
         """Copy the data files `names` of segment `path` of the log store `source` in as `path` (None: every
         data file of the folder, for a row that does not name its files; a file the row does not name is not
         the segment's, issue 19); returns (bytes, digest) of the copy. The folder appears only when whole (a
-        rename; remote: a move, and the manifest vouches for it).
+        rename; remote: a move, and the manifest vouches for it). A copy already there, which `backup create`
+        found missing a file or of another size, is replaced by the whole one (`_set_aside`).
 
         Only data files are copied (`_is_data`): the manifest's digest covers every byte the backup holds.
         `_SUCCESS` and `.crc` made three of the four files of a Spark-written segment, and creating files is
@@ -170,8 +171,10 @@ class BackupStore:
                     file_sha = sha.hexdigest()
                 whole.update(relative.encode() + b"\0")
                 whole.update(file_sha.encode() + b"\n")
+            aside: Path | None = None
             if self._fs is not None:
-                # A copy a crashed backup left: no manifest vouches for it, so this whole one replaces it.
+                # A copy a crashed backup left (no manifest vouches for it), or one a backup found damaged:
+                # this whole one replaces it.
                 self._remove_folder(target, missing_ok=True)
             else:
                 # The names in the copy on disk before it shows (its files are already): a copy a backup
@@ -179,7 +182,10 @@ class BackupStore:
                 # folder it is renamed into is synced before the manifest names it (`put_manifest`).
                 for here, _, _ in os.walk(self.root.joinpath(*temporary.split("/")), topdown=False):
                     sync_folder(Path(here))
+                aside = self._set_aside(path)  # a copy found damaged (`backup create`, BK1)
             self._move(temporary, target)
+            if aside is not None:
+                shutil.rmtree(aside, ignore_errors=True)
         except OSError as exc:
             with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
                 self._remove_folder(temporary, missing_ok=True)
@@ -187,6 +193,19 @@ class BackupStore:
                 f"cannot copy {source.uri(path)} into the backup store {self.uri}: {exc}", code="backup-store"
             ) from exc
         return size, whole.hexdigest()
+
+    def _set_aside(self, path: str) -> Path | None:
+        """Move a copy `backup create` found damaged (a file missing or of another size, BK1) out of the way
+        of the whole one about to be renamed into its place (a rename does not replace a folder that holds
+        files); the caller removes it once the whole one is in place. A crash in between leaves the copy
+        missing, which it already was in effect, and the next backup copies it again; the folder set aside is
+        hidden, as a copy's temporary one is. None when there is no copy to set aside."""
+        folder = self._segment(path)
+        if not folder.is_dir():
+            return None
+        aside = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.damaged")
+        folder.rename(aside)
+        return aside
 
     def _copy_recorded(self, source: Path, relative: str, recorded: SegmentFile) -> int:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""
@@ -222,6 +241,15 @@ class BackupStore:
             if self._fs is None:
                 return sum(p.stat().st_size for p in self._segment(path).rglob("*") if p.is_file())
             return sum(info.size or 0 for _, info in self._remote_files(f"segments/{path}"))
+
+    def segment_sizes(self, path: str) -> dict[str, int] | None:
+        """The files of a held segment copy (path relative to it -> size), None when there is no copy: a
+        listing and a stat per file, never a read, so that an incremental backup can check every copy it
+        reuses (BK1). Remote: one listing, which gives the sizes; an empty folder there is no copy either."""
+        with _failing(f"cannot list the backup copy of {path}"):
+            if self._fs is None:
+                return _local_sizes(self._segment(path))
+            return {name: info.size or 0 for name, info in self._remote_files(f"segments/{path}")} or None
 
     def segment_store(self) -> LogStore:
         """The segment copies seen as a log store (same relative paths), for `backup verify` to read the
@@ -426,6 +454,27 @@ class BackupStore:
         if self._info(relative).type == _file_type("NotFound") and missing_ok:
             return
         self._fs.delete_dir(self._remote(relative))
+
+
+def _local_sizes(folder: Path) -> dict[str, int] | None:
+    """A local folder's files (relative path -> size), None when it is not there; `os.scandir` stats each
+    entry once, where `rglob` and `is_file` would stat it twice."""
+    found: dict[str, int] = {}
+    pending = [("", str(folder))]
+    while pending:
+        prefix, here = pending.pop()
+        try:
+            entries = list(os.scandir(here))
+        except (FileNotFoundError, NotADirectoryError):
+            if here == str(folder):
+                return None
+            continue  # a subfolder removed while listed: its files are not there
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append((f"{prefix}{entry.name}/", entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found[prefix + entry.name] = entry.stat(follow_symlinks=False).st_size
+    return found
 
 
 def _manifest_text(doc: dict[str, Any]) -> str:

@@ -58,6 +58,10 @@ class LogBackups:
         """The digest of a held segment copy, None when it is missing."""
         return self.backups.segment_digest(path)
 
+    def segment_sizes(self, path: str) -> dict[str, int] | None:
+        """The files of a held segment copy and their sizes, None when it is missing."""
+        return self.backups.segment_sizes(path)
+
     def remove_segment(self, path: str) -> None:
         """Remove a segment copy."""
         self.backups.remove_segment(path)

@@ -77,6 +77,14 @@ def create(
                 f"{b['segments_reused']} reused, {len(b['copied'])} copied ({b['bytes_copied']} bytes)",
                 markup=False,
             )
+            if b["segments_recopied"]:
+                # BK1: an earlier backup's copy that lost a file is copied again, not reused.
+                verb = "would copy" if out["dry_run"] else "copied"
+                stdout().print(
+                    f"  {verb} {b['segments_recopied']} segment(s) again: their earlier copies were missing "
+                    "or of another size",
+                    markup=False,
+                )
         for r in out["refused"]:
             error = r["error"]
             verb = "would refuse" if out["dry_run"] else "refused"
@@ -157,20 +165,26 @@ def show(ctx: typer.Context, backup_id: Annotated[str, typer.Argument(metavar="I
 def verify(
     ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(metavar="ID...")] = None
 ) -> None:
-    """Check the backups (default: all): every segment copy against its manifest's digest, and the invariants
-    I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
+    """Check the backups (default: all): every segment copy against its manifest's sizes and digest, and the
+    invariants I1–I4, I7 on the backup's own events (never the live log); exit 6 if one is damaged."""
 
     def action(app: AppContext) -> BackupChecks:
         from replctl.services import backups
 
-        return backups.verify(app.catalog(), app.backups(), list(ids or []))
+        # The catalog and the live log are opened only for a damaged backup: the hint says how to repair it.
+        return backups.verify(
+            app.catalog(), app.backups(), list(ids or []), live=lambda: (app.catalog(), app.store())
+        )
 
     def render(app: AppContext, outcome: BackupChecks) -> None:
-        # A damaged backup exits 6 (the outcome's completion); the text says which and why.
+        # A damaged backup exits 6 (the outcome's completion); the text says which and why, and the way out.
         console = stdout()
         for b in outcome.checks:
             state = "ok" if b.ok else "DAMAGED: " + "; ".join(b.problems)
             console.print(f"{b.id}: {state}", markup=False, soft_wrap=True)
+        error = outcome.error
+        if error is not None and error.hint:
+            console.print(f"hint: {error.hint}", markup=False, soft_wrap=True)
 
     run(ctx, action, render)
 

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
-from replctl.core.model import Connection, Location, LocationState
+from replctl.core.model import Connection, Location, LocationState, SegmentFile
 from replctl.core.topology import TopologyState
 from replctl.core.vectortime import EMPTY, VectorTime
 
@@ -57,6 +57,33 @@ class BackupSegment:
             int(doc["bytes"]),
             str(doc["digest"]),
         )
+
+
+def copy_damage(
+    entry: BackupSegment, held: Mapping[str, int] | None, recorded: Sequence[SegmentFile] | None = None
+) -> str | None:
+    """Why the held copy of a manifest's segment entry is not whole, judged by file names and sizes only (no
+    byte is read), or None when nothing shows: `held` is the copy's files as found (name -> size; None or
+    empty: no copy), `recorded` the data files the segment's catalog row names, when it names them.
+
+    What `backup create` checks before it reuses a copy (BK1: an incremental backup stays a stat per file),
+    and what `backup verify` and a restore say before they compare digests: a lost file is "missing", not a
+    digest that differs. A copy holds exactly the row's data files, so the manifest's `bytes` is their sum.
+    """
+    if not held:
+        return "missing"
+    for f in recorded or ():
+        size = held.get(f.name)
+        if size is None:
+            return f"missing {f.name}"
+        if size != f.size:
+            return f"{f.name} holds {size} bytes, its catalog row {f.size}"
+    total = sum(held.values())
+    if total < entry.bytes:
+        return f"missing files: the copy holds {total} of the {entry.bytes} bytes the manifest records"
+    if total > entry.bytes:
+        return f"the copy holds {total} bytes, the manifest records {entry.bytes}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -91,9 +91,11 @@ class BackupCheck:
 
 @dataclass(frozen=True)
 class BackupChecks:
-    """`backup verify`: each backup's check; damaged (exit 6) when any backup is."""
+    """`backup verify`: each backup's check; damaged (exit 6) when any backup is. `repair` is the hint for the
+    first damaged backup when its files are (`services.backup_repair.way_out`); None: a new backup."""
 
     checks: tuple[BackupCheck, ...]
+    repair: str | None = None
 
     @property
     def completion(self) -> Completion:
@@ -109,11 +111,12 @@ class BackupChecks:
         if not bad:
             return None
         first = bad[0]
-        fix = "log verify" if first.violations else "backup create"
+        if first.violations:
+            hint = f"replctl log verify {first.location}"
+        else:
+            hint = self.repair or f"replctl backup create {first.location}"
         return EnvironmentFailure(
-            f"backup {first.id} is damaged: {'; '.join(first.problems)}",
-            code="backup-damaged",
-            hint=f"replctl {fix} {first.location}",
+            f"backup {first.id} is damaged: {'; '.join(first.problems)}", code="backup-damaged", hint=hint
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 A backup copies a location's catalogued segments as of one catalog version into the backup store and writes the
 manifest last (the backup-store port, `services.ports.BackupStore`). Segments are immutable, so a segment some
-earlier manifest already lists is not copied again (`segments_reused`). Each location's backup is one
-journalled operation.
+earlier manifest already lists is not copied again (`segments_reused`), provided its copy is still there and
+whole by its files' names and sizes; one that is not is copied again from the live log (`segments_recopied`).
+Each location's backup is one journalled operation.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from replctl.services.backup_outcomes import (
     BackupsMade,
     PruneOutcome,
 )
+from replctl.services.backup_repair import way_out
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
@@ -149,9 +151,11 @@ def _one(
 
 
 # Where a segment's copy in the backup store comes from (`_plan`).
-REUSED = "reused"  # an earlier manifest names it: neither copied nor read again (incremental)
+REUSED = "reused"  # an earlier manifest names it, whole by size: neither copied nor read (incremental)
 HELD = "held"  # a whole copy left by a backup that died before its manifest: kept
 COPY = "copy"  # copied now
+RECOPY = "recopy"  # an earlier manifest names it, but its copy is missing or a file of it is: copied again
+_COPIED = (COPY, RECOPY)
 
 
 @dataclass(frozen=True)
@@ -166,13 +170,19 @@ class _PlannedSegment:
 
 def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segment]) -> list[_PlannedSegment]:
     """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes."""
-    # What earlier manifests of this location say of a segment stands for it: the copy is not read again
-    # (incremental). A segment path starts with its location, so no other location's manifest can list it.
+    # What earlier manifests of this location say of a segment stands for it once its copy is there with the
+    # files and sizes they and the segment's row record: a listing, never a read (incremental). A copy that
+    # lost a file made every later backup unrestorable while BK3 counted it. A segment path starts with its
+    # location, so no other location's manifest can list it.
     known = {s.path: s for m in backups.manifests(name) for s in m.segments}
     planned = []
     for seg in segments:
-        if seg.path in known:
-            planned.append(_PlannedSegment(seg, REUSED, known[seg.path].bytes, known[seg.path].digest))
+        entry = known.get(seg.path)
+        if entry is not None:
+            if bk.copy_damage(entry, backups.segment_sizes(seg.path), seg.files) is None:
+                planned.append(_PlannedSegment(seg, REUSED, entry.bytes, entry.digest))
+            else:
+                planned.append(_PlannedSegment(seg, RECOPY, _data_bytes(store, seg)))
         elif backups.has_segment(seg.path):
             planned.append(_PlannedSegment(seg, HELD, backups.segment_bytes(seg.path)))
         else:
@@ -189,7 +199,7 @@ def _data_bytes(store: LogStore, seg: Segment) -> int:
 
 def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifest | None) -> dict[str, Any]:
     """The `backup create --json` entry; a dry run's (no `manifest`) has no id or time, only the run gives them."""
-    copied = [p for p in planned if p.source == COPY]
+    copied = [p for p in planned if p.source in _COPIED]
     shared = {
         "location": loc.name,
         "seq": loc.seq,
@@ -199,7 +209,12 @@ def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifes
         "bytes": sum(p.bytes for p in planned),
         "cvv": loc.cvv.to_dict(),
     }
-    fresh = {"copied": [p.segment.path for p in copied], "bytes_copied": sum(p.bytes for p in copied)}
+    fresh = {
+        "copied": [p.segment.path for p in copied],
+        "bytes_copied": sum(p.bytes for p in copied),
+        # Of `copied`, those an earlier backup held but whose copy was missing or of another size.
+        "segments_recopied": sum(1 for p in copied if p.source == RECOPY),
+    }
     if manifest is None:
         return {"id": None, "created_at": None, **shared, **fresh}
     return {**manifest.summary(), **fresh}
@@ -228,7 +243,13 @@ def _backup(
         backups.put_manifest(manifest)
         # The manifest made the backup (BK1); the catalog only journals it, with the operation's end.
         ctx.closing_step(
-            "backup", {"id": manifest.id, "segments": len(done), "reused": manifest.segments_reused}
+            "backup",
+            {
+                "id": manifest.id,
+                "segments": len(done),
+                "reused": manifest.segments_reused,
+                "recopied": sum(1 for p in done if p.source == RECOPY),
+            },
         )
         return _summary(loc, done, manifest)
     raise LockHeld(
@@ -267,7 +288,7 @@ def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_Planned
     """Copy what the plan says into the backup store; each planned segment with its copy's bytes and digest."""
 
     def copy(p: _PlannedSegment) -> tuple[int, str]:
-        if p.source == COPY:
+        if p.source in _COPIED:
             return backups.copy_in(p.segment.path, p.segment.file_names, recorded=p.segment.files)
         if p.source == HELD:
             return _held(backups, p.segment.path)
@@ -276,7 +297,7 @@ def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_Planned
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
         # Copying, digesting and fsyncing release the GIL: segments are copied side by side (`_COPIERS`). An
         # incremental backup usually copies one segment or none: it starts no thread (threads start on submit).
-        copying = sum(1 for p in planned if p.source == COPY)
+        copying = sum(1 for p in planned if p.source in _COPIED)
         results = pool.map(copy, planned) if copying > 1 else map(copy, planned)
         done: list[_PlannedSegment] = []
         for p, (size, sha) in zip(planned, results, strict=True):
@@ -289,7 +310,7 @@ def _vanished(ctx: OperationContext, name: str, planned: list[_PlannedSegment]) 
     """Whether a segment the backup was copying is no longer A's (a compaction or deletion committed since)."""
     with ctx.catalog.transaction(readonly=True) as tx:
         now = {s.path for s in tx.segments(name)}
-    return any(p.segment.path not in now for p in planned if p.source == COPY)
+    return any(p.segment.path not in now for p in planned if p.source in _COPIED)
 
 
 def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: str | None) -> bk.Manifest:
@@ -399,21 +420,35 @@ def show(catalog: Catalog, backups: BackupStore, ref: str) -> BackupShown:
     return BackupShown(find(catalog, backups, ref))
 
 
-def damage(backups: BackupStore, manifest: bk.Manifest) -> list[str]:
-    """What is wrong with a backup's files: segments missing or whose digest differs from the manifest's."""
-    problems = []
+def damaged_copies(backups: BackupStore, manifest: bk.Manifest) -> dict[str, str]:
+    """The backup's damaged segment copies (path -> why): missing, missing a file, or of sizes other than the
+    manifest's bytes (`core.backups.copy_damage`, a listing), then those whose digest differs."""
+    problems = {}
     for seg in manifest.segments:
-        sha = backups.segment_digest(seg.path)
-        if sha is None:
-            problems.append(f"{seg.path}: missing")
-        elif sha != seg.digest:
-            problems.append(f"{seg.path}: digest differs from the manifest's")
+        # Sizes first: a copy that lost a file is "missing" one, which says more than its digest does.
+        wrong = bk.copy_damage(seg, backups.segment_sizes(seg.path))
+        sha = None if wrong is not None else backups.segment_digest(seg.path)
+        if wrong is None and sha is None:
+            wrong = "missing"  # gone between the listing and the digest
+        elif wrong is None and sha != seg.digest:
+            wrong = "digest differs from the manifest's"
+        if wrong is not None:
+            problems[seg.path] = wrong
     return problems
 
 
-def verify(catalog: Catalog, backups: BackupStore, refs: list[str]) -> BackupChecks:
-    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's digest, then
-    the invariants of rules.md §9 on the backup's own events against its manifest.
+def verify(
+    catalog: Catalog,
+    backups: BackupStore,
+    refs: list[str],
+    *,
+    live: Callable[[], tuple[Catalog, LogStore]] | None = None,
+) -> BackupChecks:
+    """`backup verify [ID...]` (default: every backup): each segment copy against the manifest's sizes and
+    digest, then the invariants of rules.md §9 on the backup's own events against its manifest.
+
+    `live` opens the catalog and the log store, only once a backup's files are found damaged: the error's hint
+    then says how to repair it (`services.backup_repair.way_out`); without it, a new backup.
 
     The events are read through the backup store's data plane over its segment copies
     (`BackupStore.copies`): from the backup only, never from the live log. The checks are `log verify`'s
@@ -423,14 +458,19 @@ def verify(catalog: Catalog, backups: BackupStore, refs: list[str]) -> BackupChe
     """
     chosen = [find(catalog, backups, r) for r in refs] if refs else mine(catalog, backups)
     results = []
+    repair = None
     for m in chosen:
-        problems = damage(backups, m)
+        damaged = damaged_copies(backups, m)
+        problems = [f"{path}: {why}" for path, why in damaged.items()]
         violations = [] if problems else _invariants(backups.copies(), m)
         for v in violations:
             at = f" at seq {v['seq']}" if v["seq"] is not None else ""
             problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
+        if problems and repair is None and damaged and live is not None:
+            # The first damaged backup is the one the error names (`BackupChecks.error`).
+            repair = way_out(*live(), m.location, damaged)
         results.append(BackupCheck(m.id, m.location, tuple(problems), tuple(violations)))
-    return BackupChecks(tuple(results))
+    return BackupChecks(tuple(results), repair)
 
 
 def _invariants(engine: DataPlane, manifest: bk.Manifest) -> list[dict[str, Any]]:

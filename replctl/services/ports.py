@@ -532,6 +532,11 @@ class BackupStore(Protocol):
         """The digest of a held segment copy (as `copy_in` returns it), None when it is missing."""
         ...
 
+    def segment_sizes(self, path: str) -> dict[str, int] | None:
+        """The files of a held segment copy (relative name -> size), from a listing: no byte is read; None
+        when the copy is missing. What `backup create` checks a copy by before it reuses it (BK1)."""
+        ...
+
     def remove_segment(self, path: str) -> None:
         """Remove a segment copy; removing what is absent is not an error."""
         ...

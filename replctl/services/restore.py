@@ -23,6 +23,7 @@ from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.services import backups as backup_service
 from replctl.services import loss
+from replctl.services.backup_repair import way_out
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane
@@ -57,12 +58,15 @@ def restore(
             code="BK2",
             hint=f"replctl backup list {name}",
         )
-    problems = backup_service.damage(backups, manifest)
-    if problems:
+    damaged = backup_service.damaged_copies(backups, manifest)
+    if damaged:
+        problems = [f"{path}: {why}" for path, why in damaged.items()]
         raise EnvironmentFailure(
             f"backup {manifest.id} is damaged: {'; '.join(problems)}",
             code="backup-damaged",
-            hint=f"replctl backup verify {manifest.id}",
+            # The way out, not `backup verify`, which says the same: a new backup while A's log is whole,
+            # else an older backup or a recovery without one (a plain recovery's BK3 refusal names this one).
+            hint=way_out(catalog, engine.store, name, damaged),
         )
     return operation(
         catalog,
@@ -236,8 +240,8 @@ def _copy_all_in(
     engine: DataPlane, backups: BackupStore, manifest: Manifest
 ) -> list[tuple[str, BackupSegment]]:
     """Copy the backup's segments into the log store, each checked against the manifest's digest once
-    copied (issue 19): a backup file changed since `damage` read it, or a copy torn on the way, would make
-    A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
+    copied (issue 19): a backup file changed since `damaged_copies` read it, or a copy torn on the way, would
+    make A's restored log differ from the backup's rows (BK2). On a difference the copies go and nothing is
     restored (exit 6); the catalog is untouched."""
     copies: list[tuple[str, BackupSegment]] = []
     try:

@@ -58,6 +58,10 @@ class FakeBackupStore:
         """The digest of the held copy's rows, None when it is missing."""
         return self.held.segment_digest(path)
 
+    def segment_sizes(self, path: str) -> dict[str, int] | None:
+        """The copy's one data file and its row count (the fake's size), None when it is missing."""
+        return self.held.segment_files(path)
+
     def remove_segment(self, path: str) -> None:
         """Drop a copy; nothing there is not an error."""
         self.held.remove(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -24,6 +25,14 @@ def two_locations(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
+
+
+def a1_backed_up(rc: Replctl) -> dict[str, Any]:
+    """A↔B, a1 at A, and A backed up: the backup's `backup create --json` entry."""
+    two_locations(rc)
+    rc.append("A", "a1")
+    made: dict[str, Any] = rc.json("backup", "create", "A")["backups"][0]
+    return made
 
 
 def test_a_restored_from_its_backup_gets_back_what_its_neighbour_deleted_and_what_came_after(
@@ -226,28 +235,105 @@ def test_a_backup_survives_compaction_deletion_and_pruning_and_later_backups_reu
 
 
 def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl) -> None:
-    two_locations(rc)
-    rc.append("A", "a1")
-    made = rc.json("backup", "create", "A")["backups"][0]
+    made = a1_backed_up(rc)
     shown = rc.json("backup", "show", made["id"])["backup"]
     for file in (rc.backups / "segments" / shown["segments"][0]["path"]).rglob("*.parquet"):
-        file.write_bytes(b"damaged")
+        file.write_bytes(b"x" * file.stat().st_size)  # its size kept: only the digest tells
     out = rc.json("backup", "verify", expect=6)
     assert out["error"] == {
         "code": "backup-damaged",
         "message": f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the "
         "manifest's",
-        "hint": "replctl backup create A",
+        "hint": "run `replctl backup create A`: it copies the damaged segments again from its log",
     }
     # Files that fail their digests are not read as events: no invariant is reported on them.
     assert out["backups"][0]["violations"] == []
     before = rc.snapshot()
     refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
     assert refused["error"]["code"] == "backup-damaged"
-    assert refused["error"]["message"] == (
-        f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the manifest's"
-    )
+    assert refused["error"]["message"] == out["error"]["message"]
     assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+
+
+def test_a_copy_the_backup_store_lost_is_copied_again_so_the_backup_after_it_restores_bk1(
+    rc: Replctl,
+) -> None:
+    # BK1: the store lost the copy of B's first segment, which an earlier manifest names. The next backup
+    # reused it unchecked: status said B recoverable (BK3), BK4 let A delete, and after the disaster the
+    # restore refused the damaged backup (exit 6) while the plain recovery pointed back at it (BK3).
+    two_locations(rc)
+    rc("log", "append", "A", "--generate", "3")
+    rc("replicate")
+    older = rc.json("backup", "create", "B")["backups"][0]
+    [lost] = (rc.backups / "segments" / "B").glob("seg-*")
+    shutil.rmtree(lost)
+    rc("log", "append", "A", "--generate", "2", "--seed", "9")
+    rc("replicate")
+    events = rc.json("log", "show", "B")["events"]
+    plan = rc.json("backup", "create", "B", "--dry-run")["backups"][0]
+    text = rc("backup", "create", "B", "--dry-run").stdout
+    made = rc.json("backup", "create", "B")["backups"][0]
+    [first, second] = made["copied"]
+    assert first == f"B/{lost.name}"
+    # The dry run says what the run does: the lost copy is copied again, not counted as reused.
+    for doc in (plan, made):
+        assert (doc["segments"], doc["segments_reused"], doc["segments_recopied"]) == (2, 0, 1)
+        assert doc["copied"] == [first, second]
+    assert text.splitlines()[1:] == [
+        "  would copy 1 segment(s) again: their earlier copies were missing or of another size"
+    ]
+    # Copied again from the live segment, whose digest the older manifest recorded: that backup is whole too.
+    assert [(b["id"], b["ok"]) for b in rc.json("backup", "verify")["backups"]] == [
+        (older["id"], True),
+        (made["id"], True),
+    ]
+    assert rc.location("B")["recoverable"] == {"state": "yes", "backup": made["id"], "shortfall": {}}
+    rc("delete", "A", "--upto", "5", "--require-recoverable")
+    assert rc.keys("A") == []
+    rc("drill", "disaster", "B", "--from", "1", "--yes")
+    doc = rc.json("recover", "location", "B", "--from-backup", "latest")
+    assert (doc["backup"], doc["lost"], doc["discarded"], doc["refused"]) == (made["id"], {}, {}, [])
+    # BK2: B's log is exactly the backup's events, with their seqs, without --accept-loss.
+    assert rc.json("log", "show", "B")["events"] == events
+    assert [(e["seq"], e["origin"], e["origin_time"]) for e in events] == [
+        (1, "A", 1),
+        (2, "A", 2),
+        (3, "A", 3),
+        (4, "A", 4),
+        (5, "A", 5),
+    ]
+    assert rc.json("log", "verify")["ok"]
+
+
+def test_backup_verify_says_a_copy_lost_its_file_and_hints_the_repair_the_live_log_allows(
+    rc: Replctl,
+) -> None:
+    # A copy whose file is gone but whose folder stays is "missing", not a digest that differs; the hint is
+    # the way out: a new backup while A's log holds the segment, an older backup once it does not.
+    made = a1_backed_up(rc)
+    [path] = [s["path"] for s in rc.json("backup", "show", made["id"])["backup"]["segments"]]
+    for file in (rc.backups / "segments" / path).rglob("*.parquet"):
+        file.unlink()
+    assert (rc.backups / "segments" / path).is_dir()
+    damaged = f"backup {made['id']} is damaged: {path}: missing"
+    create = "run `replctl backup create A`: it copies the damaged segments again from its log"
+    out = rc.json("backup", "verify", expect=6)
+    assert out["error"] == {"code": "backup-damaged", "message": damaged, "hint": create}
+    assert rc("backup", "verify", expect=6).stdout.splitlines() == [
+        f"{made['id']}: DAMAGED: {path}: missing",
+        f"hint: {create}",
+    ]
+    refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert refused["error"] == {"code": "backup-damaged", "message": damaged, "hint": create}
+    rc("drill", "disaster", "A", "--from", "1", "--yes")
+    older = (
+        "A's log is damaged or recovering, so no new backup can copy the damaged segments again: restore an "
+        "older backup (`replctl backup list A`, then `replctl backup verify ID`), or recover A without one, "
+        "accepting the loss: `replctl recover location A --accept-loss`"
+    )
+    assert rc.json("backup", "verify", expect=6)["error"]["hint"] == older
+    refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
+    assert refused["error"] == {"code": "backup-damaged", "message": damaged, "hint": older}
 
 
 def work_remotely(rc: Replctl, monkeypatch: pytest.MonkeyPatch) -> Replctl:
@@ -281,9 +367,7 @@ def test_a_backup_copy_changed_after_its_check_is_not_restored_and_changes_nothi
     # copy before it starts; a file changed in between (here once the leases are held) restores nothing. On a
     # remote log store too, where the copy is read back through the store's file system.
     rc = either_store
-    two_locations(rc)
-    rc.append("A", "a1")
-    made = rc.json("backup", "create", "A")["backups"][0]
+    made = a1_backed_up(rc)
     path = rc.json("backup", "show", made["id"])["backup"]["segments"][0]["path"]
     rc.append("A", "a2")
     before = rc.snapshot()
@@ -431,7 +515,7 @@ def test_backup_verify_refuses_a_backup_whose_events_break_i7_although_its_diges
         "hint": "replctl log verify A",
     }
     text = rc("backup", "verify", expect=6).stdout
-    assert text == f"{made['id']}: DAMAGED: {i7}; {seg}\n"
+    assert text == f"{made['id']}: DAMAGED: {i7}; {seg}\nhint: replctl log verify A\n"
 
 
 def test_a_file_uri_backup_store_backs_up_verifies_and_restores_end_to_end(rc: Replctl) -> None:
@@ -632,9 +716,7 @@ def test_backup_prune_takes_plan_out_and_apply_refuses_the_plan_once_the_backups
     rc: Replctl,
 ) -> None:
     # Every mutating command takes --plan-out (cli.md): the plan is the dry run; apply runs it exactly.
-    two_locations(rc)
-    rc.append("A", "a1")
-    first = rc.json("backup", "create", "A")["backups"][0]
+    first = a1_backed_up(rc)
     second = rc.json("backup", "create", "A")["backups"][0]
     plan = rc.root / "prune.json"
     rc("backup", "prune", "A", "--keep-last", "1", "--plan-out", str(plan))

@@ -9,6 +9,7 @@ pass that reads events (a dry run reads none; it says `would-run` and gives them
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -161,6 +162,14 @@ def backed_up_once(rc: Replctl) -> None:
     rc("replicate")
     rc("backup", "create", "A")
     rc.append("A", "a4")
+
+
+def backed_up_then_copy_lost(rc: Replctl) -> None:
+    """As `backed_up_once`, and then the backup store loses the copy of A's first segment: an earlier backup
+    names it, yet the next one must copy it again (BK1), not reuse it."""
+    backed_up_once(rc)
+    first = min((rc.backups / "segments" / "A").glob("seg-*"))
+    shutil.rmtree(first)
 
 
 def chain_against_the_order(rc: Replctl) -> None:
@@ -352,6 +361,9 @@ CASES = {
     "log append --event": Case(two_way, ("log", "append", "A", "--event", '{"key": "x"}'), append),
     "log append --generate": Case(two_way, ("log", "append", "A", "--generate", "3"), append),
     "backup create (incremental)": Case(backed_up_once, ("backup", "create", "A"), backups_made),
+    "backup create (an earlier copy lost: copied again)": Case(
+        backed_up_then_copy_lost, ("backup", "create", "A"), backups_made
+    ),
     "backup create (every location)": Case(two_way, ("backup", "create"), backups_made),
     "backup create (every location, one damaged)": Case(
         b_damaged, ("backup", "create"), backups_and_refusals, code=5

@@ -69,6 +69,16 @@ def _made(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
     ]
 
 
+def _a1_backed_up_then_lost(catalog: Catalog, plane: DataPlane, backups: BackupStore) -> tuple[str, str]:
+    """A with a1 backed up, then the backup store loses that segment's copy: (its path, the backup's id)."""
+    _locations(catalog, "A")
+    _append(catalog, plane, "A", "a1")
+    [path] = _segments(catalog, "A")
+    [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
+    backups.remove_segment(path)
+    return path, str(made["id"])
+
+
 def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     catalog: Catalog, plane: DataPlane, backups: BackupStore
 ) -> None:
@@ -114,24 +124,50 @@ def test_an_incremental_backup_writes_the_catalog_three_times_bk1_issue_16(
     assert (op.command, op.outcome, [(s.name, s.detail) for s in op.steps]) == (
         "backup create",
         "succeeded",
-        [("backup", {"id": made["id"], "segments": 2, "reused": 1})],
+        [("backup", {"id": made["id"], "segments": 2, "reused": 1, "recopied": 0})],
     )
+
+
+def test_a_copy_the_backup_store_lost_is_copied_again_not_reused_dry_run_and_run_alike_bk1(
+    catalog: Catalog, plane: DataPlane, backups: BackupStore
+) -> None:
+    # BK1: an earlier manifest names a1's copy, but the store lost it; reusing it made every later backup
+    # unrestorable while BK3 counted it. The next backup checks the copy by its files' sizes and copies it
+    # again, which makes the older backup whole too.
+    first, older = _a1_backed_up_then_lost(catalog, plane, backups)
+    _append(catalog, plane, "A", "a2")
+    [_, second] = _segments(catalog, "A")
+    plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True).to_json()
+    doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
+    for made in (plan, doc):  # the dry run says what the run does
+        assert _made(made) == [("A", 2, 2, 2, 0, [first, second])]
+        assert made["backups"][0]["segments_recopied"] == 1
+    checked = backup_service.verify(catalog, backups, []).to_json()
+    assert [(b["id"], b["ok"]) for b in checked["backups"]] == [
+        (older, True),
+        (doc["backups"][0]["id"], True),
+    ]
+    again = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
+    assert (_made(again), again["backups"][0]["segments_recopied"]) == ([("A", 2, 2, 2, 2, [])], 0)
 
 
 def test_verify_reports_a_missing_copy_and_a_restore_from_it_changes_nothing(
     catalog: Catalog, plane: DataPlane, backups: BackupStore
 ) -> None:
-    _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1")
-    [path] = _segments(catalog, "A")
-    [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
-    backups.remove_segment(path)
-    [checked] = backup_service.verify(catalog, backups, [made["id"]]).to_json()["backups"]
+    path, backup = _a1_backed_up_then_lost(catalog, plane, backups)
+    verified = backup_service.verify(
+        catalog, backups, [backup], live=lambda: (catalog, plane.store)
+    ).to_json()
+    [checked] = verified["backups"]
     assert (checked["ok"], checked["problems"], checked["violations"]) == (False, [f"{path}: missing"], [])
+    repair = "run `replctl backup create A`: it copies the damaged segments again from its log"
+    assert verified["error"]["hint"] == repair
     with pytest.raises(EnvironmentFailure) as raised:
         restore.restore(catalog, plane, backups, "A", "latest")
     assert raised.value.code == "backup-damaged"
-    assert raised.value.message == f"backup {made['id']} is damaged: {path}: missing"
+    assert raised.value.message == f"backup {backup} is damaged: {path}: missing"
+    # A's log still holds the segment: a new backup is the way out, not `backup verify`, which says the same.
+    assert raised.value.hint == repair
     assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1")]
 
 

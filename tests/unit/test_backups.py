@@ -9,6 +9,7 @@ from replctl.core.backups import (
     BackupSegment,
     CatalogIdentity,
     Manifest,
+    copy_damage,
     foreign_reason,
     newest,
     of_catalog,
@@ -16,7 +17,15 @@ from replctl.core.backups import (
     recoverability,
     recoverability_all,
 )
-from replctl.core.model import Change, ChangeKind, Connection, ConnectionState, Location, LocationState
+from replctl.core.model import (
+    Change,
+    ChangeKind,
+    Connection,
+    ConnectionState,
+    Location,
+    LocationState,
+    SegmentFile,
+)
 from replctl.core.topology import TopologyState, fold
 from replctl.core.vectortime import VectorTime
 
@@ -232,3 +241,24 @@ def test_prune_never_removes_a_file_another_catalogs_backup_lists() -> None:
     theirs = manifest("x1", "B", T0, {}, shared)
     decision = prune(ours, location=None, keep_last=1, older_than=None, now=T0, others=[theirs])
     assert ([m.id for m in decision.removed], decision.files) == (["b1"], ("B/s2",))
+
+
+def test_a_copy_is_whole_by_size_only_when_every_file_its_entry_implies_is_there_with_its_bytes_bk1() -> None:
+    # BK1: `backup create` reuses a copy only after this check (a listing, no byte read); verify and a restore
+    # say "missing" for a lost file rather than that the digest differs.
+    entry = seg("B/seg-1", 1, 3)  # 100 bytes
+    row = (SegmentFile("part-0.parquet", 60), SegmentFile("part-1.parquet", 40))
+    whole = {"part-0.parquet": 60, "part-1.parquet": 40}
+    assert copy_damage(entry, whole, row) is None
+    assert copy_damage(entry, whole) is None
+    assert copy_damage(entry, None, row) == "missing"
+    assert copy_damage(entry, {}, row) == "missing"  # the folder is there, its files are not
+    assert copy_damage(entry, {"part-0.parquet": 60}, row) == "missing part-1.parquet"
+    assert copy_damage(entry, {"part-0.parquet": 60}) == (
+        "missing files: the copy holds 60 of the 100 bytes the manifest records"
+    )
+    assert (
+        copy_damage(entry, {**whole, "part-1.parquet": 7}, row)
+        == "part-1.parquet holds 7 bytes, its catalog row 40"
+    )
+    assert copy_damage(entry, {**whole, "stray": 1}) == "the copy holds 101 bytes, the manifest records 100"
