@@ -202,9 +202,11 @@ class Violation:
 class StoreMarker:
     """What a store's marker says: the owning catalog's id and when the store was marked (a store belongs to
     exactly one catalog, `services.store_identity`), and how far that catalog had got when a command last
-    changed it through this store: its version and each location's seq (0 and none on older markers)."""
+    changed it through this store: its version and each location's seq (0 and none on older markers), and the
+    token that version got in the catalog's lineage (None on markers written before lineages were kept)."""
 
     catalog_id: str
     created_at: datetime
     catalog_version: int = 0
     seqs: Mapping[str, int] = field(default_factory=dict)
+    version_token: str | None = None

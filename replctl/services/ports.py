@@ -90,6 +90,11 @@ class CatalogTransaction(Protocol):
         """The catalog's version as this transaction sees it (0 on a catalog no state change has touched)."""
         ...
 
+    def catalog_version_token(self, version: int) -> str | None:
+        """The token `version` got when this catalog reached it; None when the catalog has no row for it (a
+        version it never reached, or one from before its lineage was kept)."""
+        ...
+
     def changes(self, location: str | None = None) -> list[Change]:
         """The recorded changes in the order they were recorded (by id)."""
         ...

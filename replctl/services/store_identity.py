@@ -11,6 +11,14 @@ the same id: accepted, it assigned again an identity the live catalog had acknow
 --gc` removed the newer segment as an orphan. So the marker also records how far the catalog had got when a
 command last changed it through this store (`record_reach`), and a catalog behind that is refused
 (`catalog-behind`, exit 6) as a foreign one is.
+
+The version is a counter, so it alone cannot tell a copy that went on apart: catalog-only commands (which do
+not check the store) raised a copy's version past the marker's, the copy was then accepted, and its recovery
+called intact events lost and raised the marker past the live catalog. So the marker also records the token
+that version got in the catalog's lineage (`adapters.catalog.version`), and a catalog whose token for that
+version differs, or that has none for it, has another history and is refused the same way. The seqs need no
+token: only a command that checked the store raises one. A marker without a token (written by an older
+replctl) is checked by the numbers, as before.
 """
 
 from __future__ import annotations
@@ -41,10 +49,12 @@ class StoreMarking:
 
 @dataclass(frozen=True)
 class CatalogReach:
-    """How far the catalog has got: its version and each location's seq (both only ever rise, M3, DR1)."""
+    """How far the catalog has got: its version and each location's seq (both only ever rise, M3, DR1), and
+    the token its version got in its lineage (None: the catalog has no row for it)."""
 
     version: int
     seqs: Mapping[str, int]
+    token: str | None
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ def check_store(catalog: Catalog, store: LogStore) -> StoreCheck:
         raise _foreign(store, marker)
     if behind := _behind(marker, reach):
         raise _catalog_behind(store, marker, reach, behind)
+    if _other_history(catalog, marker):
+        raise _catalog_forked(store, marker, reach)
     return StoreCheck(marker, reach)
 
 
@@ -78,13 +90,28 @@ def catalog_reach(catalog: Catalog) -> CatalogReach:
 
 
 def _reach(tx: CatalogTransaction) -> CatalogReach:
-    return CatalogReach(tx.catalog_version(), {loc.name: loc.seq for loc in tx.locations()})
+    version = tx.catalog_version()
+    return CatalogReach(
+        version, {loc.name: loc.seq for loc in tx.locations()}, tx.catalog_version_token(version)
+    )
+
+
+def _other_history(catalog: Catalog, marker: StoreMarker) -> bool:
+    """Whether this catalog reached the marker's version through other changes than the catalog that wrote
+    it: another token for that version, or none (a copy whose lineage began after it). A marker without a
+    token is checked by the numbers only."""
+    if marker.version_token is None:
+        return False
+    # A transaction of its own: a lineage row never changes once written, so no snapshot needs sharing.
+    with catalog.transaction(readonly=True) as tx:
+        return tx.catalog_version_token(marker.catalog_version) != marker.version_token
 
 
 def record_reach(catalog: Catalog, store: LogStore, seen: StoreCheck) -> bool:
     """After a command that used the store: raise the marker by what the command changed in the catalog (its
-    version, the seqs it raised), so an older copy of this catalog (a restored backup, a second `--db`) is
-    refused by `check_store`; True when it wrote.
+    version with the token that version got in the catalog's lineage, the seqs it raised), so an older copy
+    of this catalog (a restored backup, a second `--db`), or one that went on apart, is refused by
+    `check_store`; True when it wrote.
 
     Only what rose during the command: a command that merely reads an older copy of the store must not record
     there seqs whose segments it does not hold (`services.recovery` asks the marker whether the store ever
@@ -102,10 +129,14 @@ def record_reach(catalog: Catalog, store: LogStore, seen: StoreCheck) -> bool:
     seqs = dict(current.seqs)
     for name, seq in rose.items():
         seqs[name] = max(seq, seqs.get(name, 0))
-    version = max(reach.version, current.catalog_version)
-    if version == current.catalog_version and seqs == dict(current.seqs):
-        return False
-    store.write_marker(replace(current, catalog_version=version, seqs=seqs))
+    if reach.version > current.catalog_version:
+        version, token = reach.version, reach.token
+    else:
+        # The marker's version stays (another command, ending together, got further): and so does its token.
+        version, token = current.catalog_version, current.version_token
+        if seqs == dict(current.seqs):
+            return False
+    store.write_marker(replace(current, catalog_version=version, seqs=seqs, version_token=token))
     return True
 
 
@@ -208,6 +239,20 @@ def _catalog_behind(
         f"{', '.join(behind)}; this catalog is an older copy (a restored catalog backup, or --db naming a "
         "copy), and using it would assign again event identities the store holds (M3) and take newer segments "
         "for orphans; nothing was read as a log",
+        code="catalog-behind",
+        hint=CATALOG_BEHIND_HINT,
+    )
+
+
+def _catalog_forked(store: LogStore, marker: StoreMarker, reach: CatalogReach) -> EnvironmentFailure:
+    # M3, DR1: the version alone matched, but through other changes: this copy's seqs, segments and losses are
+    # not the store's, and a recovery judged on them would call intact events lost (as `_catalog_behind`).
+    return EnvironmentFailure(
+        f"this catalog has another history than the store at {store.root}: the store was last written at "
+        f"catalog version {marker.catalog_version}, which this catalog (now at version {reach.version}) reached "
+        "through other changes; this catalog is a copy that went on apart from the live catalog (a restored "
+        "catalog backup, or --db naming a copy), and using it would assign again event identities the store "
+        "holds (M3) and take newer segments for orphans; nothing was read as a log",
         code="catalog-behind",
         hint=CATALOG_BEHIND_HINT,
     )

@@ -1,5 +1,6 @@
 """The catalog version (reviewed plans): one bump per committed transaction that changed state, on SQLite and
-PostgreSQL alike, and none for the journal, leases, reads or transactions rolled back."""
+PostgreSQL alike, and none for the journal, leases, reads or transactions rolled back; and the lineage: each
+version reached gets a token of its own, committed with it (store identity)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy import text
 from replctl.adapters.catalog import migrate
 from replctl.adapters.catalog.engine import make_engine
 from replctl.adapters.catalog.repository import Catalog
-from replctl.adapters.catalog.version import CATALOG_STATE
+from replctl.adapters.catalog.version import CATALOG_LINEAGE, CATALOG_STATE
 from replctl.core.model import Location
 from replctl.errors import EnvironmentFailure
 
@@ -29,8 +30,40 @@ def version(catalog: Catalog) -> int:
         return tx.catalog_version()
 
 
+def lineage(catalog: Catalog) -> dict[int, str]:
+    """Every row of the catalog's lineage: version -> token."""
+    with catalog.engine.connect() as conn:
+        return {int(row.version): str(row.token) for row in conn.execute(CATALOG_LINEAGE.select())}
+
+
 def test_a_new_catalog_is_at_version_0(catalog: Catalog) -> None:
     assert version(catalog) == 0
+
+
+def test_every_version_reached_gets_a_token_of_its_own_and_only_a_state_change_reaches_one(
+    catalog: Catalog,
+) -> None:
+    start = lineage(catalog)
+    assert list(start) == [0]  # the new catalog's version, from its revision
+    with catalog.transaction(readonly=True) as tx:
+        assert tx.catalog_version_token(0) == start[0]
+        assert tx.catalog_version_token(1) is None
+    with catalog.transaction() as tx:
+        tx.put_location(Location("A"))
+        assert tx.catalog_version_token(1) is None  # written with the bump, the last statement
+    with pytest.raises(RuntimeError), catalog.transaction() as tx:
+        tx.put_location(Location("B"))
+        raise RuntimeError("abort")
+    with catalog.transaction() as tx:
+        tx.begin_operation("x", {}, None, None, None)
+    with catalog.transaction() as tx:
+        tx.put_location(Location("C"))
+    tokens = lineage(catalog)
+    assert sorted(tokens) == [0, 1, 2]
+    assert len(set(tokens.values())) == 3
+    assert all(len(token) == 32 and int(token, 16) >= 0 for token in tokens.values())
+    with catalog.transaction(readonly=True) as tx:
+        assert [tx.catalog_version_token(v) for v in (0, 1, 2)] == [tokens[0], tokens[1], tokens[2]]
 
 
 def test_a_transaction_that_writes_state_bumps_the_version_once_however_many_rows_it_writes(
@@ -116,6 +149,9 @@ def test_concurrent_writers_each_bump_the_version(catalog_url: str, catalog: Cat
         thread.join()
     assert errors == []
     assert version(catalog) == writers * rounds
+    # Every version reached once, each with its own token.
+    assert sorted(lineage(catalog)) == list(range(writers * rounds + 1))
+    assert len(set(lineage(catalog).values())) == writers * rounds + 1
 
 
 def test_a_catalog_without_its_version_row_is_refused_rather_than_never_changing(catalog: Catalog) -> None:

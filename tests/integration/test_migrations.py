@@ -246,3 +246,48 @@ def test_0007_keeps_the_baselines_of_0006_and_records_nothing_stored_under_them(
     migrate.downgrade(catalog_url, "0006")
     assert "baseline_stored" not in _columns(catalog_url, "locations")
     assert _revision(catalog_url) == "0006"
+
+
+def _lineage(url: str) -> dict[int, str]:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT version, token FROM catalog_lineage"))
+            return {int(version): str(token) for version, token in rows}
+    finally:
+        engine.dispose()
+
+
+def test_0008_gives_the_version_a_catalog_of_0007_is_at_a_token_and_each_later_one_its_own(
+    catalog_url: str,
+) -> None:
+    # A catalog at 0007 that changed a few times: its current version gets a token (a marker recording it later
+    # compares like any other); the versions before it keep none (markers of then carry no token either).
+    migrate.upgrade(catalog_url, "0007")
+    _insert_location(catalog_url, "A", baseline="{}")
+    _execute(catalog_url, "UPDATE catalog_state SET version = 5 WHERE id = 1")
+    migrate.upgrade(catalog_url)
+    assert _revision(catalog_url) == migrate.SCHEMA_HEAD
+    seeded = _lineage(catalog_url)
+    assert list(seeded) == [5] and len(seeded[5]) == 32
+    with Catalog(catalog_url) as catalog:
+        with catalog.transaction() as tx:
+            found = tx.location("A")
+            assert found is not None and found.seq == 3
+            tx.put_location(replace(found, seq=4))
+        with catalog.transaction(readonly=True) as tx:
+            assert tx.catalog_version() == 6
+            assert [tx.catalog_version_token(v) for v in (4, 5)] == [None, seeded[5]]
+            assert tx.catalog_version_token(6) not in (None, seeded[5])
+    assert migrate.check_drift(catalog_url) == []
+    # And back: the lineage goes, the version and the location stay.
+    migrate.downgrade(catalog_url, "0007")
+    assert _revision(catalog_url) == "0007"
+    engine = make_engine(catalog_url)
+    try:
+        with engine.connect() as conn:
+            assert not engine.dialect.has_table(conn, "catalog_lineage")
+            assert conn.execute(text("SELECT version FROM catalog_state")).scalar() == 6
+            assert conn.execute(text("SELECT seq FROM locations WHERE name = 'A'")).scalar() == 4
+    finally:
+        engine.dispose()

@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clitool import Replctl
@@ -219,3 +220,122 @@ def test_recovering_against_an_older_copy_of_the_store_is_refused_until_the_loss
     done = rc.json("recover", "location", "A", "--accept-loss")
     assert done["lost"] == {"A": [2, 2]}
     assert rc.keys("A") == ["a1"]
+
+
+def _dump(url: str) -> list[str]:
+    """Every row of a SQLite catalog, as SQL: what a refused command must leave untouched."""
+    with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
+        return list(db.iterdump())
+
+
+def _store_files(rc: Replctl) -> dict[str, bytes]:
+    return {str(p.relative_to(rc.store)): p.read_bytes() for p in sorted(rc.store.rglob("*")) if p.is_file()}
+
+
+def _a_compacted_after_a_copy(rc: Replctl, tmp_path: Path) -> str:
+    """The operator's story up to the fork: A's a4 and a5 appended after the last replicate, a catalog copy
+    taken, then A compacted through the live catalog (which raises the store's marker)."""
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B", "--both")
+    rc("log", "append", "A", "--generate", "3")
+    rc("replicate")
+    rc("log", "append", "A", "--event", '{"key":"a4"}')
+    rc("log", "append", "A", "--event", '{"key":"a5"}')
+    copy = _copy_catalog(rc, tmp_path / "catalog-copy.db")
+    rc("log", "compact", "A")
+    return copy
+
+
+def test_a_copy_whose_catalog_only_commands_passed_the_markers_version_is_still_refused(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # The version is a counter: five `location add` on the copy (catalog-only, the store unchecked) raised it
+    # past the marker's, the copy was accepted, its recovery called a4 and a5 lost for good (they were intact in
+    # the compacted segment) and raised the marker past the live catalog, which was then refused.
+    copy = _a_compacted_after_a_copy(rc, tmp_path)
+    assert rc.json("--db", copy, "status", expect=6)["error"]["code"] == "catalog-behind"
+    for name in ("Z1", "Z2", "Z3", "Z4", "Z5"):
+        rc("--db", copy, "location", "add", name)
+    marker = json.loads((rc.store / "replctl-store.json").read_text())
+    with closing(sqlite3.connect(copy.removeprefix("sqlite:///"))) as db:
+        copy_version = int(db.execute("SELECT version FROM catalog_state").fetchone()[0])
+    assert copy_version > marker["catalog_version"]
+    before = (_dump(copy), _store_files(rc))
+    for args in (("status",), ("recover", "location", "A", "--dry-run"), ("recover", "location", "A")):
+        doc = rc.json("--db", copy, *args, expect=6)
+        assert doc["error"] == {
+            "code": "catalog-behind",
+            "message": (
+                f"this catalog has another history than the store at file://{rc.store}: the store was last "
+                f"written at catalog version {marker['catalog_version']}, which this catalog (now at version "
+                f"{copy_version}) reached through other changes; this catalog is a copy that "
+                "went on apart from the live catalog (a restored catalog backup, or --db naming a copy), and "
+                "using it would assign again event identities the store holds (M3) and take newer segments for "
+                "orphans; nothing was read as a log"
+            ),
+            "hint": (
+                "point --db (or REPLCTL_DB) at the live catalog; if it is lost, keep this store as it is "
+                "(see docs/runbook.md, 'A catalog older than its store')"
+            ),
+        }, args
+    assert (_dump(copy), _store_files(rc)) == before
+    # The live catalog is untouched and current: A still holds a4 and a5, and B gets them.
+    assert rc("status").code == 0
+    assert rc.keys("A")[-2:] == ["a4", "a5"]
+    assert rc.json("log", "verify")["ok"] is True
+    rc("replicate")
+    assert [key for origin, _, key in rc.stored("B") if origin == "A"][-2:] == ["a4", "a5"]
+
+
+def test_a_copy_taken_after_the_last_store_command_has_the_same_history_and_is_accepted(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Taken after `log compact A`, the copy shares the live catalog's lineage up to the marker's version, and
+    # its own catalog-only commands since do not change that.
+    _a_compacted_after_a_copy(rc, tmp_path)
+    rc("location", "add", "L1")  # the live catalog goes on with a catalog-only change
+    copy = _copy_catalog(rc, tmp_path / "later-copy.db")
+    rc("location", "add", "L2")
+    rc("--db", copy, "location", "add", "Z1")
+    assert rc("--db", copy, "status").code == 0
+    assert [e["key"] for e in rc.json("--db", copy, "log", "show", "A")["events"]][-2:] == ["a4", "a5"]
+    assert rc("status").code == 0
+
+
+def _marker_after_a1(rc: Replctl) -> tuple[Path, dict[str, Any]]:
+    """A's a1 appended: the store's marker file and what it holds."""
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    path = rc.store / "replctl-store.json"
+    return path, json.loads(path.read_text())
+
+
+def test_a_marker_written_before_lineages_is_checked_by_the_numbers_and_gets_a_token_when_next_raised(
+    rc: Replctl,
+) -> None:
+    path, marker = _marker_after_a1(rc)
+    assert len(marker["catalog_version_token"]) == 32
+    old = {key: value for key, value in marker.items() if key != "catalog_version_token"}
+    path.write_text(json.dumps(old))
+    assert rc("status").code == 0
+    assert rc.keys("A") == ["a1"]
+    assert json.loads(path.read_text()) == old  # a read raises nothing
+    rc.append("A", "a2")
+    raised = json.loads(path.read_text())
+    assert raised["catalog_version"] > old["catalog_version"]
+    assert len(raised["catalog_version_token"]) == 32
+    assert raised["catalog_version_token"] != marker["catalog_version_token"]
+
+
+def test_a_marker_whose_version_the_catalog_reached_through_other_changes_is_refused_without_a_token_row(
+    rc: Replctl,
+) -> None:
+    # A marker naming a version this catalog has no lineage row for (its lineage began later) tells no shared
+    # history either: refused the same way.
+    _, marker = _marker_after_a1(rc)
+    with closing(sqlite3.connect(rc.db_url.removeprefix("sqlite:///"))) as db, db:
+        db.execute("DELETE FROM catalog_lineage WHERE version = ?", (marker["catalog_version"],))
+    doc = rc.json("log", "show", "A", expect=6)
+    assert doc["error"]["code"] == "catalog-behind"
+    assert "reached through other changes" in doc["error"]["message"]

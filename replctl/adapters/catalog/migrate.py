@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # The revision this replctl's code is written against; bump it with every new revision script.
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0008"
 
 VERSION_TABLE = "alembic_version"
 

@@ -226,3 +226,18 @@ Table(
     Column("store_created_at", UtcDateTime(), nullable=True),
     CheckConstraint("id = 1", name="ck_catalog_state_one_row"),
 )
+
+# The catalog's lineage: one row per catalog version, with a random token drawn when the version was reached.
+#
+# The version is a counter, so a copy of the catalog that changed apart (a restored backup running catalog-only
+# commands) reaches the same numbers with other changes; the token tells the two histories apart. A command
+# that used the store writes its catalog version with that version's token into the store's marker, and a
+# catalog whose token for that version differs is refused (`services.store_identity`). Rows are only ever
+# added, by the same statement group that raises the version (`adapters.catalog.version`); revision 0008 gave
+# the version a catalog had then a row of its own.
+Table(
+    "catalog_lineage",
+    metadata,
+    Column("version", BigInteger, primary_key=True, autoincrement=False),
+    Column("token", String(32), nullable=False),
+)

@@ -17,11 +17,19 @@ count.
 Raising the version is the transaction's last statement on purpose: on PostgreSQL the UPDATE takes the row's
 lock until the commit, so concurrent writers are serialised only for that last instant and never wait for the
 row while holding it (no deadlock); on SQLite every writing transaction holds the write lock anyway.
+
+Each version reached also gets a row in `catalog_lineage` with a random token, written right after the raise in
+the same transaction (the row lock is held by then, so no other writer can reach that version meanwhile). The
+counter alone is not fork-proof: a copy of the catalog that changed apart reaches the same numbers through other
+changes. The store's marker records the token of the version it records, and `services.store_identity` refuses
+a catalog whose token for that version differs. The lineage is no state a plan depends on (plans compare the
+version only), so writing it bumps nothing.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from datetime import datetime
 from typing import Any
 
@@ -33,9 +41,12 @@ from replctl.adapters.catalog.tables import metadata
 from replctl.errors import EnvironmentFailure
 
 CATALOG_STATE: Table = metadata.tables["catalog_state"]
+CATALOG_LINEAGE: Table = metadata.tables["catalog_lineage"]
 
 # Tables whose writes do not change the catalog's state as a plan sees it (see the module docstring).
-NON_STATE_TABLES = frozenset({"operations", "operation_steps", "leases", CATALOG_STATE.name})
+NON_STATE_TABLES = frozenset(
+    {"operations", "operation_steps", "leases", CATALOG_STATE.name, CATALOG_LINEAGE.name}
+)
 
 # Key in the DBAPI connection's `info` dict: set when the open transaction wrote to a state table.
 _WROTE_STATE = "replctl_wrote_state"
@@ -94,8 +105,14 @@ def wrote_state(conn: Connection) -> bool:
     return bool(conn.info.get(_WROTE_STATE))
 
 
+def new_lineage_token() -> str:
+    """A fresh token for a catalog version (128 random bits, hex): two histories never draw the same one."""
+    return secrets.token_hex(16)
+
+
 class VersionQueries:
-    """The `catalog_state` table: read and raise the catalog version."""
+    """The `catalog_state` and `catalog_lineage` tables: read and raise the catalog version, and read the token
+    each version got when it was reached."""
 
     _conn: Connection
 
@@ -109,13 +126,26 @@ class VersionQueries:
         return int(version)
 
     def bump_catalog_version(self) -> None:
-        """Raise the version by one; `Catalog.transaction` calls it before committing a state change."""
-        result = self._conn.execute(
-            CATALOG_STATE.update().where(CATALOG_STATE.c.id == 1).values(version=CATALOG_STATE.c.version + 1)
-        )
-        if result.rowcount == 0:
+        """Raise the version by one and record a new token for it; `Catalog.transaction` calls it before
+        committing a state change."""
+        version = self._conn.execute(
+            CATALOG_STATE.update()
+            .where(CATALOG_STATE.c.id == 1)
+            .values(version=CATALOG_STATE.c.version + 1)
+            .returning(CATALOG_STATE.c.version)
+        ).scalar_one_or_none()
+        if version is None:
             # Without the row no change would ever show, and every plan would look current: refuse instead.
             raise _missing_row()
+        self._conn.execute(CATALOG_LINEAGE.insert().values(version=version, token=new_lineage_token()))
+
+    def catalog_version_token(self, version: int) -> str | None:
+        """The token `version` got when this catalog reached it; None when the catalog has no row for it (a
+        version it never reached, or one from before its lineage was kept)."""
+        token = self._conn.execute(
+            select(CATALOG_LINEAGE.c.token).where(CATALOG_LINEAGE.c.version == version)
+        ).scalar_one_or_none()
+        return None if token is None else str(token)
 
     def catalog_identity(self) -> tuple[str | None, datetime | None]:
         """The catalog's id and when its store was marked (None: no store marked yet)."""

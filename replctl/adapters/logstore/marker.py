@@ -1,5 +1,6 @@
 """The store marker: a small JSON file at the store root naming the catalog the store belongs to, and how far
-that catalog had got (its version, each location's seq) when a command last changed it through this store.
+that catalog had got (its version with that version's lineage token, each location's seq) when a command last
+changed it through this store.
 
 `replctl init` writes it; every command that reads or writes the store compares it with the catalog
 (`services.store_identity`). Local stores are read and written through the file system, remote ones
@@ -51,6 +52,7 @@ def read_marker(store: LogStore) -> StoreMarker | None:
             datetime.fromisoformat(str(doc["created_at"])),
             int(doc.get("catalog_version", 0)),
             {str(name): int(seq) for name, seq in doc.get("seqs", {}).items()},
+            _token(doc.get("catalog_version_token")),
         )
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise EnvironmentFailure(
@@ -65,6 +67,8 @@ def write_marker(store: LogStore, marker: StoreMarker) -> None:
     doc: dict[str, object] = {"catalog_id": marker.catalog_id, "created_at": marker.created_at.isoformat()}
     if marker.catalog_version or marker.seqs:
         doc |= {"catalog_version": marker.catalog_version, "seqs": dict(sorted(marker.seqs.items()))}
+    if marker.version_token is not None:
+        doc["catalog_version_token"] = marker.version_token
     text = json.dumps(doc) + "\n"
     try:
         if store.is_local:
@@ -79,6 +83,14 @@ def write_marker(store: LogStore, marker: StoreMarker) -> None:
         raise EnvironmentFailure(
             f"cannot write the store marker {marker_uri(store)}: {exc}", code="store"
         ) from exc
+
+
+def _token(value: object) -> str | None:
+    """The lineage token as read: absent (a marker written by an older replctl) is None; anything but a string
+    is a damaged marker (a token read as another type would refuse every catalog)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"catalog_version_token is not a string: {value!r}")
 
 
 def _read_remote(store: LogStore) -> str | None:
