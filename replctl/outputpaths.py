@@ -3,7 +3,7 @@
 `--plan-out FILE`, `report --html FILE`, `db backup FILE` and `demo --dir FOLDER` write where the operator
 says. Named by a slip of the tab key, such a path could be the catalog (or the `-wal`, `-shm` or `-journal`
 file SQLite keeps beside it), a file in the log store (a segment of acknowledged events, the store's marker),
-a file in the backup store, or the config file in use; replacing it would destroy what it holds. Each of those
+a backup's manifest or segment copy, or the config file in use; replacing it would destroy what it holds. Each of those
 writers calls `check_output` first, before anything is read or computed, so a refusal (exit 2,
 `output-overlap`) leaves everything as it was.
 
@@ -24,6 +24,9 @@ HINT = "name a file outside the catalog and the stores"
 
 # The files SQLite keeps beside a database, by suffix, as a message names them: writing over one corrupts
 # the catalog as surely as writing over the database itself (a stale WAL or journal is replayed into it).
+# What the backup store reads under its root (`adapters.backupstore`).
+_BACKUP_FOLDERS = ("manifests", "segments")
+
 _SIDE_FILES = {
     "-wal": "the catalog's write-ahead log",
     "-shm": "the catalog's shared-memory index",
@@ -61,6 +64,11 @@ def check_output(path: Path, option: str, what: str, places: OwnPlaces) -> None:
 
 def _clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
     """How `target` lands on one of `places`: what it is and what writing there does; None when apart."""
+    return _file_clash(target, places) or _store_clash(target, places)
+
+
+def _file_clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
+    """`target` as the catalog, a side file of it, or the config file in use."""
     if places.catalog is not None:
         if target == root_of(str(places.catalog)):
             return "is the catalog", "would destroy it"
@@ -69,14 +77,26 @@ def _clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
                 return f"is {name}", "would destroy the catalog"
     if places.config is not None and target == root_of(str(places.config)):
         return "is the config file in use", "would destroy it"
-    for root, store in ((places.log_store, "the log store"), (places.backup_store, "the backup store")):
-        normalised = root_of(root)
-        how = overlap(target, normalised)
-        if how is Overlap.SAME:
-            return f"is {store}", "would destroy it"
-        if how is Overlap.INSIDE:
-            # A new file there is no better: the store takes it for one of its own (an unknown file to remove).
-            return f"lies inside {store} {normalised}", "could destroy the store's files"
+    return None
+
+
+def _store_clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
+    """`target` as the log store or inside it, or as the backup store or inside one of its own folders."""
+    normalised = root_of(places.log_store)
+    how = overlap(target, normalised)
+    if how is Overlap.SAME:
+        return "is the log store", "would destroy it"
+    if how is Overlap.INSIDE:
+        # A new file there is no better: the store takes it for one of its own (an unknown file to remove).
+        return f"lies inside the log store {normalised}", "could destroy the store's files"
+    if target == root_of(places.backup_store):
+        return "is the backup store", "would destroy it"
+    # The backup store reads only its `manifests` and `segments` folders: a file beside them (a nightly
+    # `db backup` kept with the backups) is the operator's, and harmless.
+    for folder in _BACKUP_FOLDERS:
+        held = root_of(f"{places.backup_store.rstrip('/')}/{folder}")
+        if overlap(target, held) in {Overlap.SAME, Overlap.INSIDE}:
+            return f"lies inside the backup store's {folder} folder {held}", "could destroy its backups"
     return None
 
 

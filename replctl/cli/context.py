@@ -181,9 +181,9 @@ class AppContext:
             return None
         # Only this catalog's: another catalog's backups in the same store describe other locations (BK3).
         from replctl.core.backups import of_catalog
-        from replctl.services.store_identity import catalog_identity
+        from replctl.services.store_identity import backup_owner
 
-        return of_catalog(every, catalog_identity(self.catalog()))
+        return of_catalog(every, backup_owner(self.catalog(), every))
 
     def checked_store(self) -> LogStore:
         """The log store, checked against the catalog first (`services.store_identity`, exit 6 as `engine()`):

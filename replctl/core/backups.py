@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -199,11 +199,11 @@ class Manifest:
 
 @dataclass(frozen=True)
 class CatalogIdentity:
-    """Which catalog is asking: its id, and when its store was marked (`init`; None for a catalog made before
-    stores were marked)."""
+    """Which catalog is asking: its id, and the ids of the backups its journal says it made (read only when a
+    manifest names no catalog)."""
 
     id: str
-    created: datetime | None
+    journaled: frozenset[str] = frozenset()
 
 
 def foreign_reason(manifest: Manifest, catalog: CatalogIdentity) -> str | None:
@@ -212,21 +212,16 @@ def foreign_reason(manifest: Manifest, catalog: CatalogIdentity) -> str | None:
     A backup names the catalog that made it. A backup of another catalog describes another location, whose
     events hold identities this catalog gave to other events (M3): listed, counted by BK3 or restored (BK2), it
     passes another world's events off as this one's. A manifest written before backups named their catalog is
-    this catalog's unless it is older than the catalog's store: a backup cannot predate the store it backs up
-    (the re-initialised home whose old backups stayed).
+    this catalog's when its journal recorded making it (every `backup create` journals its backup's id); a copy
+    of the catalog (`db backup`) keeps the journal, so it keeps its backups.
     """
     if manifest.catalog_id is not None:
         if manifest.catalog_id == catalog.id:
             return None
         return f"it was made by another catalog (id {manifest.catalog_id}; this catalog's is {catalog.id})"
-    made = datetime.fromisoformat(manifest.created_at)
-    made = made if made.tzinfo is not None else made.replace(tzinfo=UTC)
-    if catalog.created is not None and made < catalog.created:
-        return (
-            f"it was made at {manifest.created_at}, before this catalog's store was created "
-            f"({catalog.created.isoformat()}): another catalog's"
-        )
-    return None
+    if manifest.id in catalog.journaled:
+        return None
+    return "it names no catalog, and this catalog's journal has no record of making it: another catalog's"
 
 
 def of_catalog(manifests: Iterable[Manifest], catalog: CatalogIdentity) -> list[Manifest]:

@@ -13,6 +13,7 @@ import getpass
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -33,13 +34,13 @@ from replctl.services.backup_outcomes import (
     BackupsMade,
     PruneOutcome,
 )
-from replctl.services.backup_repair import way_out
+from replctl.services.backup_repair import DIGEST_DIFFERS, way_out
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane, LogStore
-from replctl.services.store_identity import catalog_identity
+from replctl.services.store_identity import backup_owner
 from replctl.services.topology_state import load_state
 from replctl.storeroots import apart_from, overlap, root_of
 
@@ -367,7 +368,8 @@ def mine(catalog: Catalog, backups: BackupStore, location: str | None = None) ->
     """This catalog's complete backups in the backup store (`core.backups.of_catalog`), oldest first; only
     `location`'s when given. Another catalog's backups in the same store are left out of every listing, choice,
     prune and BK3 answer."""
-    return bk.of_catalog(backups.manifests(location), catalog_identity(catalog))
+    every = backups.manifests(location)
+    return bk.of_catalog(every, backup_owner(catalog, every))
 
 
 def listing(catalog: Catalog, backups: BackupStore, location: str | None) -> BackupList:
@@ -404,7 +406,7 @@ def find(catalog: Catalog, backups: BackupStore, ref: str, location: str | None 
             code="unknown-backup",
             hint="list them with: replctl backup list",
         )
-    foreign = bk.foreign_reason(manifest, catalog_identity(catalog))
+    foreign = bk.foreign_reason(manifest, backup_owner(catalog, [manifest]))
     if foreign is not None:
         raise UnknownName(
             f"backup {ref!r} is not a backup of this catalog: {foreign}; its events are another world's, under "
@@ -431,7 +433,7 @@ def damaged_copies(backups: BackupStore, manifest: bk.Manifest) -> dict[str, str
         if wrong is None and sha is None:
             wrong = "missing"  # gone between the listing and the digest
         elif wrong is None and sha != seg.digest:
-            wrong = "digest differs from the manifest's"
+            wrong = DIGEST_DIFFERS
         if wrong is not None:
             problems[seg.path] = wrong
     return problems
@@ -467,8 +469,10 @@ def verify(
             at = f" at seq {v['seq']}" if v["seq"] is not None else ""
             problems.append(f"violation [{v['invariant']}]{at}: {v['message']}")
         if problems and repair is None and damaged and live is not None:
-            # The first damaged backup is the one the error names (`BackupChecks.error`).
-            repair = way_out(*live(), m.location, damaged)
+            # The first damaged backup is the one the error names (`BackupChecks.error`). Without a catalog or
+            # log store to read (a lost store), the generic hint: a new backup.
+            with suppress(EnvironmentFailure):
+                repair = way_out(*live(), m.location, damaged, backups.roots()[0])
         results.append(BackupCheck(m.id, m.location, tuple(problems), tuple(violations)))
     return BackupChecks(tuple(results), repair)
 
@@ -525,7 +529,7 @@ def prune(
     def body(ctx: OperationContext) -> PruneOutcome:
         # Read again under the leases: what was listed before them may have changed.
         every = backups.manifests()
-        ours = bk.of_catalog(every, catalog_identity(catalog))
+        ours = bk.of_catalog(every, backup_owner(catalog, every))
         decision = bk.prune(
             [m for m in ours if m.location in touched],
             location=location,

@@ -157,6 +157,10 @@ class CatalogTransaction(Protocol):
         """Up to `limit` operation ids that start with `prefix` (taken literally), in id order."""
         ...
 
+    def journaled_backups(self) -> set[str]:
+        """The ids of the backups `backup create` made with this catalog, as its journal records them."""
+        ...
+
     def pending_deletion(self, location: str) -> PendingDeletion | None:
         """The waiting deletion of `location`, or None."""
         ...

@@ -66,7 +66,7 @@ def restore(
             code="backup-damaged",
             # The way out, not `backup verify`, which says the same: a new backup while A's log is whole,
             # else an older backup or a recovery without one (a plain recovery's BK3 refusal names this one).
-            hint=way_out(catalog, engine.store, name, damaged),
+            hint=way_out(catalog, engine.store, name, damaged, backups.roots()[0]),
         )
     return operation(
         catalog,

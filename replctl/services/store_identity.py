@@ -23,11 +23,11 @@ replctl) is checked by the numbers, as before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from replctl.core.backups import CatalogIdentity
+from replctl.core.backups import CatalogIdentity, Manifest
 from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
 from replctl.services.ports import Catalog, CatalogTransaction, LogStore
@@ -68,10 +68,13 @@ class StoreCheck:
 def check_store(catalog: Catalog, store: LogStore) -> StoreCheck:
     """The store's marker when it names this catalog and the catalog is not older than the store; otherwise
     exit 6 (`store-not-found`, `store-foreign`, `catalog-behind`)."""
+    # The marker first: a command ending meanwhile raises the marker only after its catalog commit
+    # (`record_reach`), so the catalog read after the marker has reached what it says. Read the other way
+    # round, the live catalog could look behind a marker raised between the two reads.
+    marker = store.read_marker()
     with catalog.transaction(readonly=True) as tx:
         catalog_id, _ = _checked_identity(tx)
         reach = _reach(tx)
-    marker = store.read_marker()
     if marker is None:
         raise _not_found(store)
     if marker.catalog_id != catalog_id:
@@ -179,10 +182,14 @@ def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
     return StoreMarking(catalog_id, marked=True)
 
 
-def catalog_identity(catalog: Catalog) -> CatalogIdentity:
-    """The catalog's id and when its store was marked: what a backup must name to be this catalog's (BK1)."""
-    catalog_id, created = _identity(catalog)
-    return CatalogIdentity(catalog_id, created)
+def backup_owner(catalog: Catalog, manifests: Iterable[Manifest]) -> CatalogIdentity:
+    """What a backup among `manifests` must name to be this catalog's (BK1): the catalog's id, and, only when
+    one of them names none (made before backups named their catalog), the backups its journal records."""
+    with catalog.transaction(readonly=True) as tx:
+        catalog_id, _ = _checked_identity(tx)
+        unnamed = any(m.catalog_id is None for m in manifests)
+        journaled = frozenset(tx.journaled_backups()) if unnamed else frozenset()
+    return CatalogIdentity(catalog_id, journaled)
 
 
 def _identity(catalog: Catalog) -> tuple[str, datetime | None]:

@@ -93,8 +93,13 @@ PLACES: dict[str, tuple[Callable[[Path], str], Callable[[Path], str], str]] = {
     "backup-store": (lambda _: "backups", lambda _: "is the backup store", "would destroy it"),
     "backup-manifest": (
         lambda root: _one(root, "backups/**/*.json"),
-        _inside("backup store", "backups"),
-        "could destroy the store's files",
+        lambda root: f"lies inside the backup store's manifests folder {root / 'backups' / 'manifests'}",
+        "could destroy its backups",
+    ),
+    "backup-segment-copy": (
+        lambda root: _one(root, "backups/segments/**/*.parquet"),
+        lambda root: f"lies inside the backup store's segments folder {root / 'backups' / 'segments'}",
+        "could destroy its backups",
     ),
     "config": (lambda _: "replctl.toml", lambda _: "is the config file in use", "would destroy it"),
 }
@@ -168,5 +173,10 @@ def test_a_path_apart_from_the_catalog_and_the_stores_is_written_as_before(
     assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     copy = tmp_path / "copy.db"
     assert rc.json("db", "backup", str(copy))["file"] == str(copy)
+    assert _own_files(rc.root) == before
+    # Beside the backup store's own folders: a nightly catalog copy kept with the backups is the operator's.
+    nightly = rc.root / "backups" / "catalog-nightly.db"
+    assert rc.json("db", "backup", str(nightly))["file"] == str(nightly)
+    nightly.unlink()
     assert _own_files(rc.root) == before
     rc("status")

@@ -240,19 +240,30 @@ def test_a_damaged_backup_is_refused_with_exit_6_and_changes_nothing(rc: Replctl
     for file in (rc.backups / "segments" / shown["segments"][0]["path"]).rglob("*.parquet"):
         file.write_bytes(b"x" * file.stat().st_size)  # its size kept: only the digest tells
     out = rc.json("backup", "verify", expect=6)
+    copy = rc.backups / "segments" / shown["segments"][0]["path"]
+    # `backup create` checks a reused copy by its sizes only: the hint has the altered copy removed first.
+    repair = (
+        f"remove the copies whose bytes differ ({copy}), then run `replctl backup create A`: it copies the "
+        "damaged segments again from its log"
+    )
     assert out["error"] == {
         "code": "backup-damaged",
         "message": f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: digest differs from the "
         "manifest's",
-        "hint": "run `replctl backup create A`: it copies the damaged segments again from its log",
+        "hint": repair,
     }
     # Files that fail their digests are not read as events: no invariant is reported on them.
     assert out["backups"][0]["violations"] == []
     before = rc.snapshot()
     refused = rc.json("recover", "location", "A", "--from-backup", "latest", expect=6)
-    assert refused["error"]["code"] == "backup-damaged"
+    assert refused["error"] == {**out["error"], "message": refused["error"]["message"]}
     assert refused["error"]["message"] == out["error"]["message"]
     assert rc.snapshot() == before and rc.keys("A") == ["a1"]
+    # Following the hint gives a whole backup; without the removal, the new backup would reuse the copy.
+    shutil.rmtree(copy)
+    [again] = rc.json("backup", "create", "A")["backups"]
+    assert (again["segments_reused"], again["segments_recopied"]) == (0, 1)
+    assert [b["ok"] for b in rc.json("backup", "verify", again["id"])["backups"]] == [True]
 
 
 def test_a_copy_the_backup_store_lost_is_copied_again_so_the_backup_after_it_restores_bk1(
@@ -1195,3 +1206,47 @@ def test_another_catalogs_backups_in_the_same_store_are_never_listed_counted_res
     assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [b["id"] for b in old]
     assert all(check["ok"] for check in rc.json("backup", "verify")["backups"])
     assert rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")["ok"]
+
+
+def test_a_backup_made_before_backups_named_their_catalog_is_the_one_whose_journal_made_it(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # Manifests written by an older replctl name no catalog: the catalog that journalled making one keeps it
+    # (listed, counted, restorable); another catalog sharing the store does not take it for its own.
+    two_locations(rc)
+    rc.append("A", "old-1")
+    rc("replicate")
+    [made] = rc.json("backup", "create", "B")["backups"]
+    for manifest in (rc.backups / "manifests").glob("*.json"):
+        doc = json.loads(manifest.read_text())
+        del doc["catalog_id"]
+        manifest.write_text(json.dumps(doc))
+    assert [b["id"] for b in rc.json("backup", "list")["backups"]] == [made["id"]]
+    assert rc.location("B")["recoverable"]["backup"] == made["id"]
+    new = _another_world(rc, tmp_path / "second")
+    assert new.json("backup", "list")["backups"] == []
+    error = new.json("backup", "show", made["id"], expect=2)["error"]
+    assert error["code"] == "foreign-backup"
+    assert error["message"] == (
+        f"backup '{made['id']}' is not a backup of this catalog: it names no catalog, and this catalog's journal "
+        "has no record of making it: another catalog's; its events are another world's, under identities this "
+        "catalog gave to others (M3), so it is neither shown, verified nor restored (BK2)"
+    )
+    rc("drill", "disaster", "B", "--from", "1")
+    assert rc.json("recover", "location", "B", "--from-backup", "latest")["backup"] == made["id"]
+    assert rc.keys("B") == ["old-1"]
+
+
+def test_backup_verify_reports_each_backup_when_the_log_store_is_gone(rc: Replctl) -> None:
+    # The repair hint reads the live log; a lost store must not hide the verdict on the backups behind a store
+    # error: the damaged backup is named, with the generic way out.
+    made = a1_backed_up(rc)
+    shown = rc.json("backup", "show", made["id"])["backup"]
+    shutil.rmtree(rc.backups / "segments" / shown["segments"][0]["path"])
+    shutil.rmtree(rc.store)
+    out = rc.json("backup", "verify", expect=6)
+    assert out["error"] == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: {shown['segments'][0]['path']}: missing",
+        "hint": "replctl backup create A",
+    }

@@ -209,30 +209,26 @@ def test_bk3_for_every_active_location_from_its_newest_backup() -> None:
     assert {k: (v.state, v.backup) for k, v in every.items()} == {"A": ("yes", None), "B": ("yes", "B-2")}
 
 
-def test_a_backup_is_this_catalogs_when_it_names_it_or_names_none_and_is_not_older_than_its_store() -> None:
+def test_a_backup_is_this_catalogs_when_it_names_it_or_names_none_and_its_journal_made_it() -> None:
     # BK1/BK2/M3: another catalog's backup in the same store describes another world's events.
-    catalog = CatalogIdentity("cat-1", T0 + timedelta(days=1))
+    catalog = CatalogIdentity("cat-1", frozenset({"b3"}))
     ours = replace(manifest("b1", "B", T0, {}), catalog_id="cat-1")
-    theirs = replace(manifest("b2", "B", T0 + timedelta(days=2), {}), catalog_id="cat-2")
-    before_store = manifest("b3", "B", T0, {})  # no id: written before manifests named their catalog
-    after_store = manifest("b4", "B", T0 + timedelta(days=2), {})
+    theirs = replace(manifest("b2", "B", T0, {}), catalog_id="cat-2")
+    journaled = manifest("b3", "B", T0, {})  # no id: written before manifests named their catalog
+    unknown = manifest("b4", "B", T0, {})
     assert foreign_reason(ours, catalog) is None
     assert (
         foreign_reason(theirs, catalog)
         == "it was made by another catalog (id cat-2; this catalog's is cat-1)"
     )
-    assert foreign_reason(before_store, catalog) == (
-        "it was made at 2026-01-01T00:00:00+00:00, before this catalog's store was created "
-        "(2026-01-02T00:00:00+00:00): another catalog's"
+    assert foreign_reason(journaled, catalog) is None
+    assert foreign_reason(unknown, catalog) == (
+        "it names no catalog, and this catalog's journal has no record of making it: another catalog's"
     )
-    assert foreign_reason(after_store, catalog) is None
-    # A catalog made before stores were marked has no creation time: an unnamed backup is taken as its own.
-    assert foreign_reason(before_store, CatalogIdentity("cat-1", None)) is None
-    everything = [ours, theirs, before_store, after_store]
-    assert of_catalog(everything, catalog) == [ours, after_store]
+    assert of_catalog([ours, theirs, journaled, unknown], catalog) == [ours, journaled]
     # The id survives the manifest's JSON; an unnamed manifest stays unnamed.
     assert Manifest.from_json(ours.to_json()) == ours
-    assert "catalog_id" not in before_store.to_json()
+    assert "catalog_id" not in journaled.to_json()
 
 
 def test_prune_never_removes_a_file_another_catalogs_backup_lists() -> None:

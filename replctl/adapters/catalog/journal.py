@@ -156,6 +156,13 @@ class JournalQueries:
         )
         return [str(row.id) for row in rows]
 
+    def journaled_backups(self) -> set[str]:
+        """The ids the `backup` steps of `backup create` record (`services.backups._backup`)."""
+        rows = self._conn.execute(select(OPERATION_STEPS.c.detail).where(OPERATION_STEPS.c.name == "backup"))
+        return {
+            str(row.detail["id"]) for row in rows if isinstance(row.detail, dict) and row.detail.get("id")
+        }
+
     def _steps(self, ids: list[str]) -> dict[str, tuple[OperationStep, ...]]:
         if not ids:
             return {}
