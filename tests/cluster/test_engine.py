@@ -163,6 +163,8 @@ def _stop_the_engine_during_a_replicate(tool: Tool, *, filtered: bool) -> tuple[
             **tool.env,
             "REPLCTL_FAILPOINT": "replicate.after-commit@1",
             "REPLCTL_FAILPOINT_MODE": "pause:30",
+            # Every pass on the engine: a pass this small would otherwise run without Spark (issue 17).
+            "REPLCTL_LOCAL_LIMIT": "0",
         },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
