@@ -236,11 +236,9 @@ class BackupStore:
             return self._remote_digest(f"segments/{path}")
 
     def segment_bytes(self, path: str) -> int:
-        """The bytes of a held segment copy's files."""
-        with _failing(f"cannot read the backup copy of {path}"):
-            if self._fs is None:
-                return sum(p.stat().st_size for p in self._segment(path).rglob("*") if p.is_file())
-            return sum(info.size or 0 for _, info in self._remote_files(f"segments/{path}"))
+        """The bytes of a held segment copy's files (0 when there is none), from the same listing as
+        `segment_sizes`."""
+        return sum((self.segment_sizes(path) or {}).values())
 
     def segment_sizes(self, path: str) -> dict[str, int] | None:
         """The files of a held segment copy (path relative to it -> size), None when there is no copy: a
