@@ -170,7 +170,10 @@ def _toml_type(value: Any) -> str:
 def _resolve_db(url: str, base: Path) -> str:
     # A relative SQLite path would otherwise depend on where the operator stands.
     prefix = "sqlite:///"
-    if url.startswith(prefix) and not url.startswith(prefix + "/") and url != "sqlite://":
+    # `:memory:` is no path: left as it is, so that it is refused as an in-memory catalog (exit 2), not
+    # turned into a file of that name.
+    in_memory = url[len(prefix) :].partition("?")[0] == ":memory:"
+    if url.startswith(prefix) and not url.startswith(prefix + "/") and not in_memory:
         return prefix + str((base / url[len(prefix) :]).resolve())
     return url
 

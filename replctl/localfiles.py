@@ -53,6 +53,16 @@ def digest(path: Path) -> str | None:
     return None
 
 
+def size(path: Path) -> int | None:
+    """The size in bytes of a file, or of a folder's files together (a Parquet dataset); None when nothing
+    is there. OSError propagates, as for `digest`."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    if path.is_file():
+        return path.stat().st_size
+    return None
+
+
 # The kinds of file system entry that are not a regular file, as messages name them.
 _KINDS = {
     stat.S_ISLNK: "a symbolic link",

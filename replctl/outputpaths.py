@@ -3,7 +3,8 @@
 `--plan-out FILE`, `report --html FILE`, `db backup FILE` and `demo --dir FOLDER` write where the operator
 says. Named by a slip of the tab key, such a path could be the catalog (or the `-wal`, `-shm` or `-journal`
 file SQLite keeps beside it), a file in the log store (a segment of acknowledged events, the store's marker),
-a backup's manifest or segment copy, or the config file in use; replacing it would destroy what it holds. Each of those
+a backup's manifest or segment copy (in the configured backup store, or in the one `backup create --to` names
+on the same command), or the config file in use; replacing it would destroy what it holds. Each of those
 writers calls `check_output` first, before anything is read or computed, so a refusal (exit 2,
 `output-overlap`) leaves everything as it was.
 
@@ -14,11 +15,12 @@ meet a local output path; a remote store or a PostgreSQL catalog is never one of
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from replctl.errors import InvalidInput
-from replctl.storeroots import Overlap, StoreRoot, overlap, root_of
+from replctl.storeroots import LOCAL, Overlap, StoreRoot, overlap, root_of
 
 HINT = "name a file outside the catalog and the stores"
 
@@ -42,6 +44,8 @@ class OwnPlaces:
     log_store: str  # a root as `--store` takes it: a path, a file:// URI or a remote URI
     backup_store: str
     config: Path | None  # the config file in use, if any
+    # A backup store the command itself names (`backup create --to URI`): it writes there, as to its own.
+    named_backup_store: str | None = None
 
 
 def check_output(path: Path, option: str, what: str, places: OwnPlaces) -> None:
@@ -60,6 +64,37 @@ def check_output(path: Path, option: str, what: str, places: OwnPlaces) -> None:
         code="output-overlap",
         hint=HINT,
     )
+
+
+def check_output_folder(path: Path, option: str, what: str, places: OwnPlaces) -> None:
+    """`check_output` for a folder an output fills (`demo --dir`), and refuse too (exit 2, `output-overlap`)
+    one that holds the catalog, a store or the config file in use that is there now: whatever writes into
+    the folder, or would ever clean it up, could then reach them."""
+    check_output(path, option, what, places)
+    folder = root_of(str(path))
+    held = [
+        (name, place)
+        for name, place in (
+            ("the catalog", places.catalog),
+            ("the log store", _local_place(places.log_store)),
+            ("the backup store", _local_place(places.backup_store)),
+            ("the config file in use", places.config),
+        )
+        if place is not None and os.path.lexists(place)
+    ]
+    for name, place in held:
+        if overlap(root_of(str(place)), folder) is Overlap.INSIDE:
+            raise InvalidInput(
+                f"{option} {path} holds {name} {place}; {what} must not write beside it",
+                code="output-overlap",
+                hint="name a new or empty folder apart from the catalog and the stores",
+            )
+
+
+def _local_place(root: str) -> Path | None:
+    """The folder of a local store root (a path or file:// URI), None for a remote one."""
+    normalised = root_of(root)
+    return Path(str(normalised)) if normalised.scheme == LOCAL else None
 
 
 def _clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None:
@@ -89,14 +124,18 @@ def _store_clash(target: StoreRoot, places: OwnPlaces) -> tuple[str, str] | None
     if how is Overlap.INSIDE:
         # A new file there is no better: the store takes it for one of its own (an unknown file to remove).
         return f"lies inside the log store {normalised}", "could destroy the store's files"
-    if target == root_of(places.backup_store):
-        return "is the backup store", "would destroy it"
-    # The backup store reads only its `manifests` and `segments` folders: a file beside them (a nightly
-    # `db backup` kept with the backups) is the operator's, and harmless.
-    for folder in _BACKUP_FOLDERS:
-        held = root_of(f"{places.backup_store.rstrip('/')}/{folder}")
-        if overlap(target, held) in {Overlap.SAME, Overlap.INSIDE}:
-            return f"lies inside the backup store's {folder} folder {held}", "could destroy its backups"
+    stores = [(places.backup_store, "the backup store")]
+    if places.named_backup_store is not None:
+        stores.append((places.named_backup_store, "the --to backup store"))
+    for store, name in stores:
+        if target == root_of(store):
+            return f"is {name}", "would destroy it"
+        # The backup store reads only its `manifests` and `segments` folders: a file beside them (a nightly
+        # `db backup` kept with the backups) is the operator's, and harmless.
+        for folder in _BACKUP_FOLDERS:
+            held = root_of(f"{store.rstrip('/')}/{folder}")
+            if overlap(target, held) in {Overlap.SAME, Overlap.INSIDE}:
+                return f"lies inside {name}'s {folder} folder {held}", "could destroy its backups"
     return None
 
 

@@ -8,8 +8,9 @@ Only `init` creates anything; `db upgrade` and `db current` work on a catalog th
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from replctl.adapters.catalog import migrate
@@ -24,10 +25,26 @@ from replctl.adapters.catalog.engine import (
 from replctl.adapters.catalog.repository import Catalog
 from replctl.adapters.catalog.snapshot import backup_sqlite
 from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore.marker import MARKER_NAME
 from replctl.config import Settings
 from replctl.errors import EnvironmentFailure
 from replctl.localfiles import make_folders
 from replctl.masking import mask_url
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The topmost of `path` and its folders that is not there (creating `path` creates it), or None."""
+    return next((p for p in reversed((path, *path.parents)) if not os.path.lexists(p)), None)
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or folder this `init` created; one already gone (an outer folder removed first) is
+    fine, and one that cannot be removed stays (the command's own error is the one to report)."""
+    with suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 class Installer:
@@ -68,6 +85,37 @@ class Installer:
                 code="catalog-unreachable",
                 hint="check --db / REPLCTL_DB and the folder's permissions",
             ) from exc
+
+    @contextmanager
+    def undone_on_failure(self) -> Iterator[None]:
+        """Remove what the block created when it fails: the SQLite catalog (and its side files) and the local
+        store's root and marker that were not there before, each from the topmost folder it had to create.
+
+        A failed `init` (a store that belongs to another catalog, an unreachable server, a bad setting found
+        late) then leaves the operator's folders exactly as they were: no empty catalog that a later command
+        would take for a real one, no store folder to trip over. Nothing that existed before is touched: a
+        catalog that was there keeps its side files (another process may have it open), a store folder
+        that was there keeps whatever it holds.
+        """
+        places = self._local_store_places()
+        catalog = sqlite_path(parse_url(self.settings.db))
+        if catalog is not None and not os.path.lexists(catalog):
+            places += [Path(f"{catalog}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+        created = {top for place in places if (top := _first_missing(place.absolute()))}
+        try:
+            yield
+        except BaseException:
+            for top in sorted(created, key=lambda p: len(p.parts)):
+                _remove(top)
+            raise
+
+    def _local_store_places(self) -> list[Path]:
+        """The root of a local store and its marker (nothing for a remote store: its own tools made it)."""
+        store = LogStore(self.settings.store)
+        if not store.is_local:
+            return []
+        marker = store.local_path(MARKER_NAME)
+        return [marker.parent, marker]
 
     def check_catalog_exists(self) -> None:
         """Refuse (exit 6) a catalog that is not there (or a folder where the SQLite file should be)."""

@@ -5,8 +5,10 @@ through the same command function and error boundary as when an operator types i
 
 1. read and validate the file (exit 2 when it is not a plan, or was made for another catalog), and refuse it
    as stale (exit 3, `stale-plan`) when the catalog version moved since;
-2. make the same dry run again and compare: the catalog version, the input files' digests and the dry run's
-   document must equal the recorded ones (the store, the clock and the files are not in the catalog version);
+2. make the same dry run again and compare: the catalog version, the input files' digests and sizes (by the
+   absolute paths recorded) and the dry run's document must equal the recorded ones (the store, the clock and
+   the files are not in the catalog version); a plan whose inputs an older replctl recorded without size or
+   by a relative path is stale;
 3. run the command for real inside `services.operations.applying`, whose first operation checks the version
    once more while it holds its leases, so nothing that committed after step 1 slips through; its journal
    entry names the plan file and its sha256 (`replctl ops show`).
@@ -77,6 +79,9 @@ def apply(
         with catalog.transaction(readonly=True) as tx:
             version = tx.catalog_version()
         plans.check_catalog(recorded, catalog.url, version)
+        # Before the dry run below reads them: a file gone or changed makes the plan stale (exit 3), not the
+        # command's bad input (exit 2); a path an older plan left relative to another folder is not read.
+        plans.check_inputs_unchanged(recorded)
 
         check = _nested(app, reason, capture_plan=True)
         code = _invoke(ctx, recorded.path, argv, check)

@@ -92,6 +92,8 @@ def create(
             if error.get("hint"):
                 stdout().print(f"hint: {error['hint']}", markup=False, soft_wrap=True)
 
+    # Before `run`: its --plan-out check must not let the plan land in the store this command writes to.
+    ctx.obj.named_backup_store = to
     run(ctx, action, render, effect=Effect.OPERATION)
 
 

@@ -93,29 +93,79 @@ def _printable_error(exc: ReplctlError) -> ReplctlError:
     return exc
 
 
-def input_digests(ctx: typer.Context) -> list[InputDigest]:
-    """The digest of every file or folder the command's path parameters name (`log append --file`)."""
-    from replctl.services.plans import InputDigest, digest
-
+def _path_params(ctx: typer.Context) -> list[tuple[Any, list[Path]]]:
+    """The command's parameters that name local files or folders (`log append --file`), with their paths."""
     found = []
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        for path in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(path, Path):
-                label = param.opts[0] if param.opts else (param.name or "")
-                found.append(InputDigest(label, str(path), digest(path)))
+        paths = [p for p in (value if isinstance(value, list | tuple) else [value]) if isinstance(p, Path)]
+        if paths:
+            found.append((param, paths))
     return found
 
 
+def input_digests(ctx: typer.Context) -> list[InputDigest]:
+    """What every file or folder the command's path parameters name holds now (`log append --file`), by
+    absolute path, size and digest."""
+    from replctl.services.plans import input_digest
+
+    return [
+        input_digest(param.opts[0] if param.opts else (param.name or ""), path)
+        for param, paths in _path_params(ctx)
+        for path in paths
+    ]
+
+
 def recorded_command(ctx: typer.Context, app: AppContext) -> list[str]:
-    """The command line a plan records: the sub-command as typed, without --dry-run, plus --reason."""
+    """The command line a plan records: the sub-command as typed, without --dry-run, its relative paths made
+    absolute, plus --reason."""
     argv = ctx.meta.get(COMMAND_ARGV)
     if argv is None:
         raise ReplctlError(f"{ctx.command_path}: the command line was not recorded", code="internal")
     end = argv.index("--") if "--" in argv else len(argv)
     # --plan-out implies --dry-run; applying must run the command for real, so the flag is not recorded.
     command = [arg for arg in argv[:end] if arg != "--dry-run"] + list(argv[end:])
+    command = _absolute_paths(ctx, command)
     return command + (["--reason", app.reason] if app.reason is not None else [])
+
+
+def _absolute_paths(ctx: typer.Context, argv: list[str]) -> list[str]:
+    """`argv` with each relative path a path option names made absolute against the working directory.
+
+    `apply` parses the recorded command again wherever it runs: `--file events.jsonl` would then name a file
+    in that folder, another one or none (the plan's input digests record the same absolute paths).
+    """
+    options: set[str] = set()
+    for param, paths in _path_params(ctx):
+        if param.param_type_name != "option" or getattr(param, "is_flag", False):
+            # A positional path: no mutating command takes one; refuse to record one that would move.
+            if any(not p.is_absolute() for p in paths):
+                raise InvalidInput(
+                    f"{ctx.command_path}: give {(param.name or 'the path').upper()} as an absolute path "
+                    "for a plan",
+                    code="bad-option",
+                )
+            continue
+        options.update(param.opts, param.secondary_opts)
+    out, i = [], 0
+    end = argv.index("--") if "--" in argv else len(argv)
+    while i < len(argv):
+        arg = argv[i]
+        name, sep, value = arg.partition("=")
+        if i < end and name in options and sep:
+            arg = f"{name}={_absolute(value)}"
+        elif i < end and arg in options and i + 1 < len(argv):
+            out.append(arg)
+            i += 1
+            arg = _absolute(argv[i])
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _absolute(text: str) -> str:
+    path = Path(text)
+    return text if path.is_absolute() else str(path.absolute())
 
 
 def _refuse_plan_out(ctx: typer.Context, app: AppContext, effect: Effect) -> None:

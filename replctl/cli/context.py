@@ -43,6 +43,9 @@ class AppContext:
     applied: AppliedPlan | None = None
     # A destructive command making its dry run to show before asking for confirmation (cli.confirm).
     previewing: bool = False
+    # The backup store the command names itself (`backup create --to`): guarded from output files as the
+    # configured one is (`own_places`).
+    named_backup_store: str | None = None
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
     # The store and its marker as checked (`services.store_identity`): `close` raises the marker.
@@ -94,6 +97,7 @@ class AppContext:
             log_store=self.settings.store,
             backup_store=self.settings.backup_store,
             config=self.settings.config_path,
+            named_backup_store=self.named_backup_store,
         )
 
     def check_output(self, path: Path, option: str, what: str) -> None:
@@ -101,6 +105,13 @@ class AppContext:
         from replctl.outputpaths import check_output
 
         check_output(path, option, what, self.own_places())
+
+    def check_output_folder(self, path: Path, option: str, what: str) -> None:
+        """`check_output` for a folder an output fills, which must not hold the catalog, a store or the
+        config file either (exit 2, `output-overlap`)."""
+        from replctl.outputpaths import check_output_folder
+
+        check_output_folder(path, option, what, self.own_places())
 
     def store(self) -> LogStore:
         """The log store at the configured root, which must exist (only `init` creates it; exit 6)."""

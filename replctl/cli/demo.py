@@ -149,7 +149,8 @@ def demo(
         # The story's catalog, logs and config must not land in the configured stores (or on the catalog's
         # side files), where the stores would take them for their own.
         try:
-            ctx.obj.check_output(directory, "--dir", "the demo")
+            # Nor hold them (the home's parent, `/`): the demo must reach nothing it did not create.
+            ctx.obj.check_output_folder(directory, "--dir", "the demo")
         except ReplctlError as refusal:
             run(ctx, partial(_refuse, refusal))
     if directory is not None and directory.exists() and (not directory.is_dir() or any(directory.iterdir())):

@@ -6,7 +6,7 @@ A plan file is one JSON document (format `replctl-plan/1`)::
      "command": ["delete", "EU1", "--upto", "100000", "--reason", "retention"],
      "catalog": {"url": "postgresql+psycopg://replctl:***@db/replctl", "version": 42},
      "plan": {...the document the command prints under --json --dry-run...},
-     "inputs": [{"option": "--file", "path": "events.jsonl", "sha256": "9f86d0..."}],
+     "inputs": [{"option": "--file", "path": "/home/ops/events.jsonl", "sha256": "9f86d0...", "bytes": 52}],
      "created_at": "2026-12-01T10:00:00+00:00"}
 
 `command` is the sub-command as typed, without global options except `--reason`; `catalog.version` is the
@@ -16,6 +16,13 @@ the version is unchanged, the input files have the recorded digests, and a dry r
 `plan`; otherwise the plan is stale (exit 3, code `stale-plan`) and must be made again, as with Terraform's
 saved plans. The file carries no secret (the URL's password is masked) and no signature: it is reviewed, not
 trusted, and anything changed in it makes it either invalid (exit 2) or stale.
+
+An input file is recorded by its absolute path, size and sha256 when the plan is made, and the recorded
+command names it by that absolute path: `apply` run from another folder reads the very file the plan was
+made from, or refuses. Plans made before sizes were recorded (an input without `bytes`, or named by a
+relative path, which `apply` would resolve against whatever folder it runs from) are refused as stale
+(exit 3), with the command to make them again: nothing says which file they meant. Plans without inputs
+are unaffected.
 """
 
 from __future__ import annotations
@@ -41,15 +48,22 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class InputDigest:
-    """A file a command reads (`log append --file`), by the option that named it; sha256 None: missing."""
+    """A file a command reads (`log append --file`), by the option that named it and its absolute path;
+    sha256 and bytes None: nothing was there (bytes None with a sha256: a plan from an older replctl)."""
 
     option: str
     path: str
     sha256: str | None
+    bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The entry of the plan's `inputs` list."""
-        return {"option": self.option, "path": self.path, "sha256": self.sha256}
+        return {"option": self.option, "path": self.path, "sha256": self.sha256, "bytes": self.bytes}
+
+    @property
+    def made_before_sizes(self) -> bool:
+        """True for an entry an older replctl wrote: no size, or a path relative to a folder not recorded."""
+        return not Path(self.path).is_absolute() or (self.sha256 is not None and self.bytes is None)
 
 
 @dataclass(frozen=True)
@@ -131,10 +145,14 @@ def new_plan(
     )
 
 
-def digest(path: Path) -> str | None:
-    """The sha256 of a file, or of a folder's files (a Parquet dataset: names and contents); None if missing."""
+def input_digest(option: str, path: Path) -> InputDigest:
+    """What the file (or folder: a Parquet dataset, by names and contents) at `path` holds now, by its
+    absolute path: sha256 and size, both None if nothing is there; unreadable: exit 2."""
+    # absolute(), not resolve(): the path the command reads, links and all, made independent of the folder
+    # the command runs from.
+    where = path.absolute()
     try:
-        return localfiles.digest(path)
+        return InputDigest(option, str(where), localfiles.digest(where), localfiles.size(where))
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", code="bad-file") from exc
 
@@ -192,13 +210,13 @@ def _parse(path: Path, doc: Any) -> Plan:
     if not isinstance(plan, dict):
         raise _bad(path, '"plan" must be a JSON object')
     if not isinstance(inputs, list) or not all(_is_input(i) for i in inputs):
-        raise _bad(path, '"inputs" must be a list of {"option", "path", "sha256"}')
+        raise _bad(path, '"inputs" must be a list of {"option", "path", "sha256", "bytes"}')
     return Plan(
         command=tuple(command),
         catalog_url=catalog["url"],
         catalog_version=version,
         plan=plan,
-        inputs=tuple(InputDigest(i["option"], i["path"], i["sha256"]) for i in inputs),
+        inputs=tuple(InputDigest(i["option"], i["path"], i["sha256"], i.get("bytes")) for i in inputs),
         replctl=str(doc.get("replctl", "")),
         created_at=str(doc.get("created_at", "")),
     )
@@ -210,7 +228,13 @@ def _is_input(entry: Any) -> bool:
         and isinstance(entry.get("option"), str)
         and isinstance(entry.get("path"), str)
         and (entry.get("sha256") is None or isinstance(entry.get("sha256"), str))
+        and _is_size(entry.get("bytes"))
     )
+
+
+def _is_size(value: Any) -> bool:
+    # Absent or null in a plan of an older replctl (`InputDigest.made_before_sizes`).
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
 
 
 def _bad(path: Path, why: str) -> InvalidInput:
@@ -244,21 +268,42 @@ def check_catalog(recorded: PlanFile, url: str, version: int) -> None:
         raise stale_plan(plan.catalog_version, version, remake=remake_hint(recorded))
 
 
-def check_inputs(recorded: PlanFile, current: Sequence[InputDigest]) -> None:
-    """Refuse (exit 3, stale) when an input file differs from the one the plan was made from."""
-    now = {(i.option, i.path): i.sha256 for i in current}
-    before = {(i.option, i.path): i.sha256 for i in recorded.plan.inputs}
-    for option, path in sorted(before.keys() | now.keys()):
-        if (
-            (option, path) not in before
-            or (option, path) not in now
-            or before[option, path] != now[option, path]
-        ):
+def check_recorded_inputs(recorded: PlanFile) -> None:
+    """Refuse (exit 3, stale) a plan whose input files an older replctl recorded without their size or by a
+    relative path: which file it meant depends on the folder it was made in, which it does not say."""
+    for entry in recorded.plan.inputs:
+        if entry.made_before_sizes:
             raise Refused(
-                f"the input {path} ({option}) changed since the plan was made; make the plan again",
+                f"the plan {recorded.path} names its input {entry.path} ({entry.option}) without its absolute "
+                "path and size (it was made by an older replctl); make the plan again",
                 code=STALE_PLAN,
-                hint=remake_hint(recorded),
+                hint=f"from the folder the plan was made in: {remake_hint(recorded)}",
             )
+
+
+def check_inputs_unchanged(recorded: PlanFile) -> None:
+    """Refuse (exit 3, stale) when a file the plan records is gone or differs now, before the command would
+    read it (and refuse a missing one as bad input, exit 2)."""
+    check_recorded_inputs(recorded)
+    check_inputs(recorded, [input_digest(i.option, Path(i.path)) for i in recorded.plan.inputs])
+
+
+def check_inputs(recorded: PlanFile, current: Sequence[InputDigest]) -> None:
+    """Refuse (exit 3, stale) when an input file differs from the one the plan was made from, or is gone."""
+    check_recorded_inputs(recorded)
+    now = {(i.option, i.path): i for i in current}
+    before = {(i.option, i.path): i for i in recorded.plan.inputs}
+    for option, path in sorted(before.keys() | now.keys()):
+        was, found = before.get((option, path)), now.get((option, path))
+        if was is not None and found is not None and (was.sha256, was.bytes) == (found.sha256, found.bytes):
+            continue
+        gone = was is not None and was.sha256 is not None and found is not None and found.sha256 is None
+        what = "is gone" if gone else "changed"
+        raise Refused(
+            f"the input {path} ({option}) {what} since the plan was made; make the plan again",
+            code=STALE_PLAN,
+            hint=remake_hint(recorded),
+        )
 
 
 def check_same_plan(recorded: PlanFile, fresh: Plan) -> None:

@@ -596,6 +596,11 @@ class Installer(Protocol):
         """Create a file catalog's folder and empty file with the configured modes (nothing for a server)."""
         ...
 
+    def undone_on_failure(self) -> AbstractContextManager[None]:
+        """Within the block, what it creates (the catalog file, the store's root and marker) is removed again
+        when it fails; what existed before is left alone."""
+        ...
+
     def check_catalog_exists(self) -> None:
         """Refuse (exit 6) a catalog that is not there, before anything would create an empty one."""
         ...

@@ -158,13 +158,15 @@ def _repair(installer: Installer) -> Repairs:
 
 
 def init(installer: Installer) -> Initialised:
-    """`replctl init`: create and migrate the catalog to head and create the store; idempotent."""
-    installer.create_catalog_file()
-    installer.check_catalog_exists()  # a folder where the file should be
-    previous, revision = installer.migrate()
-    installer.create_store_root()
-    _mark_store(installer)
-    _repair(installer)
+    """`replctl init`: create and migrate the catalog to head and create the store; idempotent. A failed init
+    removes what it created (`Installer.undone_on_failure`): the folders are as they were before."""
+    with installer.undone_on_failure():
+        installer.create_catalog_file()
+        installer.check_catalog_exists()  # a folder where the file should be
+        previous, revision = installer.migrate()
+        installer.create_store_root()
+        _mark_store(installer)
+        _repair(installer)
     return Initialised(
         created=previous is None,
         db=installer.printable_db,

@@ -9,6 +9,7 @@ or the config file in use; every file is left byte for byte as it was and the ca
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -180,3 +181,53 @@ def test_a_path_apart_from_the_catalog_and_the_stores_is_written_as_before(
     nightly.unlink()
     assert _own_files(rc.root) == before
     rc("status")
+
+
+@pytest.mark.parametrize(
+    ("typed", "what_it_is"),
+    [
+        ("elsewhere", "is the --to backup store"),
+        ("elsewhere/manifests/x.json", "lies inside the --to backup store's manifests folder {to}/manifests"),
+        ("elsewhere/segments", "lies inside the --to backup store's segments folder {to}/segments"),
+    ],
+)
+def test_a_plan_out_in_the_backup_store_that_backup_create_to_names_is_refused(
+    rc: Replctl, typed: str, what_it_is: str
+) -> None:
+    to = rc.root / "elsewhere"
+    before = _own_files(rc.root)
+    doc = rc.json("--plan-out", typed, "backup", "create", "A", "--to", "elsewhere", expect=2)
+    assert doc["error"] == {
+        "code": "output-overlap",
+        "message": f"--plan-out {typed} {what_it_is.format(to=to)}; writing the plan there would destroy it"
+        if typed == "elsewhere"
+        else f"--plan-out {typed} {what_it_is.format(to=to)}; writing the plan there could destroy its backups",
+        "hint": HINT,
+    }
+    assert _own_files(rc.root) == before  # no plan, no --to store made
+
+
+def test_a_plan_out_beside_the_folders_of_the_to_backup_store_is_written(rc: Replctl) -> None:
+    # As beside the configured backup store's: the store reads only its manifests and segments folders.
+    (rc.root / "elsewhere").mkdir()
+    try:
+        doc = rc.json("--plan-out", "elsewhere/x.json", "backup", "create", "A", "--to", "elsewhere")
+        assert doc["plan_out"] == "elsewhere/x.json" and (rc.root / "elsewhere" / "x.json").is_file()
+    finally:
+        shutil.rmtree(rc.root / "elsewhere")
+
+
+@pytest.mark.parametrize("folder", ["parent", "root-of-all"])
+def test_demo_in_a_folder_that_holds_the_catalog_and_the_stores_is_refused_and_nothing_changes(
+    rc: Replctl, folder: str
+) -> None:
+    directory = rc.root.parent if folder == "parent" else Path("/")
+    before = _own_files(rc.root)
+    doc = rc.json("demo", "--dir", str(directory), expect=2)
+    assert doc["error"] == {
+        "code": "output-overlap",
+        "message": f"--dir {directory} holds the catalog {rc.root / 'catalog.db'}; the demo must not write "
+        "beside it",
+        "hint": "name a new or empty folder apart from the catalog and the stores",
+    }
+    assert _own_files(rc.root) == before

@@ -251,7 +251,7 @@ def _tamper(path: Path, **changes: Any) -> None:
         ({"command": []}, '"command" must be a non-empty list of strings'),
         ({"catalog": {"url": "x", "version": "2"}}, '"catalog" must hold a "version" ≥ 0'),
         ({"plan": None}, '"plan" must be a JSON object'),
-        ({"inputs": [{"path": "x"}]}, '"inputs" must be a list of {"option", "path", "sha256"}'),
+        ({"inputs": [{"path": "x"}]}, '"inputs" must be a list of {"option", "path", "sha256", "bytes"}'),
         ({"command": ["nonsense", "X"]}, "no command replctl nonsense X"),
         ({"command": ["location", "add", "C", "--colour", "red"]}, "No such option: --colour"),
         (
@@ -398,7 +398,7 @@ def test_a_plan_records_the_digest_of_its_input_file_and_refuses_a_changed_file(
     rc("log", "append", "A", "--file", str(events), "--plan-out", str(path))
     sha = hashlib.sha256(original.encode()).hexdigest()
     assert json.loads(path.read_text())["inputs"] == [
-        {"option": "--file", "path": str(events), "sha256": sha}
+        {"option": "--file", "path": str(events), "sha256": sha, "bytes": len(original)}
     ]
 
     events.write_text(original + '{"key": "sneaked-in"}\n')
@@ -412,6 +412,81 @@ def test_a_plan_records_the_digest_of_its_input_file_and_refuses_a_changed_file(
     events.write_text(original)
     rc("apply", str(path))
     assert rc.keys("A") == ["f1", "f2"]
+
+
+@pytest.mark.spark
+def test_a_plan_made_with_a_relative_file_appends_that_file_when_applied_from_another_folder(
+    rc: Replctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made, elsewhere = tmp_path / "made", tmp_path / "elsewhere"
+    for folder, key in ((made, "planned"), (elsewhere, "other")):
+        folder.mkdir()
+        (folder / "events.jsonl").write_text(f'{{"key": "{key}"}}\n')
+    monkeypatch.chdir(made)
+    rc("log", "append", "A", "--file", "events.jsonl", "--plan-out", "plan.json")
+    doc = json.loads((made / "plan.json").read_text())
+    # Recorded where it was made: the command and the input name the absolute path.
+    assert doc["command"] == ["log", "append", "A", "--file", str(made / "events.jsonl")]
+    assert doc["inputs"] == [
+        {
+            "option": "--file",
+            "path": str(made / "events.jsonl"),
+            "sha256": hashlib.sha256(b'{"key": "planned"}\n').hexdigest(),
+            "bytes": 19,
+        }
+    ]
+
+    monkeypatch.chdir(elsewhere)
+    rc("apply", str(made / "plan.json"))
+    assert rc.keys("A") == ["planned"]
+
+
+@pytest.mark.spark
+def test_a_plan_whose_input_file_vanished_is_refused_as_stale_and_changes_nothing(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "f1"}\n')
+    path = tmp_path / "plan.json"
+    rc("log", "append", "A", f"--file={events}", "--plan-out", str(path))
+    events.unlink()
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    assert out.stderr.splitlines() == [
+        f"the input {events} (--file) is gone since the plan was made; make the plan again",
+        f"hint: replctl log append A --file={events} --plan-out {path}",
+    ]
+    assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
+
+
+@pytest.mark.parametrize(
+    "older",
+    [
+        pytest.param(lambda entry: entry.pop("bytes"), id="no-size"),
+        pytest.param(lambda entry: entry.update(path="events.jsonl"), id="relative-path"),
+    ],
+)
+def test_a_plan_an_older_replctl_made_with_an_input_file_is_refused_as_stale_before_reading_it(
+    rc: Replctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, older: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("events.jsonl").write_text('{"key": "f1"}\n')
+    path = tmp_path / "plan.json"
+    rc("log", "append", "A", "--file", "events.jsonl", "--plan-out", str(path))
+    doc = json.loads(path.read_text())
+    # As an older replctl wrote it: the command as typed, the input by a relative path or without its size.
+    doc["command"] = ["log", "append", "A", "--file", "events.jsonl"]
+    older(doc["inputs"][0])
+    path.write_text(json.dumps(doc))
+    before = state(rc)
+    out = rc("apply", str(path), expect=3)
+    named = doc["inputs"][0]["path"]
+    assert out.stderr.splitlines() == [
+        f"the plan {path} names its input {named} (--file) without its absolute path and size (it was made by "
+        "an older replctl); make the plan again",
+        f"hint: from the folder the plan was made in: replctl log append A --file events.jsonl --plan-out {path}",
+    ]
+    assert [e["code"] for e in refused_applies(rc, before, path)] == ["stale-plan"]
 
 
 @pytest.mark.spark

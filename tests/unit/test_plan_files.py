@@ -16,7 +16,7 @@ def test_a_written_plan_reads_back_equal(tmp_path: Path) -> None:
         catalog_url="sqlite:////tmp/c.db",
         catalog_version=7,
         plan={"ok": True, "dry_run": True, "dvv": {"A": 3}},
-        inputs=[plans.InputDigest("--file", "e.jsonl", None)],
+        inputs=[plans.InputDigest("--file", "/tmp/e.jsonl", "9f86d0", 52)],
     )
     path = tmp_path / "p.json"
     plans.write_plan(path, plan)
@@ -30,12 +30,36 @@ def test_a_folder_digest_covers_names_and_contents(tmp_path: Path) -> None:
     folder = tmp_path / "events.parquet"
     folder.mkdir()
     (folder / "part-0.parquet").write_bytes(b"a")
-    first = plans.digest(folder)
+    first = plans.input_digest("--file", folder).sha256
     (folder / "part-0.parquet").write_bytes(b"b")
-    second = plans.digest(folder)
+    second = plans.input_digest("--file", folder).sha256
     (folder / "part-0.parquet").rename(folder / "part-1.parquet")
-    assert len({first, second, plans.digest(folder)}) == 3
-    assert plans.digest(tmp_path / "missing") is None
+    assert len({first, second, plans.input_digest("--file", folder).sha256}) == 3
+    missing = plans.input_digest("--file", tmp_path / "missing")
+    assert (missing.sha256, missing.bytes) == (None, None)
+
+
+def test_an_input_is_recorded_by_its_absolute_path_and_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("e.jsonl").write_text('{"key": "e1"}\n')
+    found = plans.input_digest("--file", Path("e.jsonl"))
+    assert (found.path, found.bytes) == (str(tmp_path / "e.jsonl"), 14)
+    assert not found.made_before_sizes
+
+
+@pytest.mark.parametrize(
+    ("entry", "older"),
+    [
+        (plans.InputDigest("--file", "e.jsonl", "9f86d0", 14), True),  # relative: to which folder?
+        (plans.InputDigest("--file", "/x/e.jsonl", "9f86d0", None), True),  # no size: before this release
+        (plans.InputDigest("--file", "/x/e.jsonl", "9f86d0", 14), False),
+        (plans.InputDigest("--file", "/x/e.jsonl", None, None), False),  # nothing was there
+    ],
+)
+def test_inputs_an_older_replctl_recorded_are_told_apart(entry: plans.InputDigest, older: bool) -> None:
+    assert entry.made_before_sizes is older
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,32 @@ def parse_url(url: str | URL) -> URL:
             code="bad-db-url",
             hint=f"use {SUPPORTED_URLS}",
         )
+    if parsed.get_backend_name() == "sqlite" and parsed.host:
+        # `sqlite://relative.db`: one slash short, the file name is read as a host and the database is none.
+        raise InvalidInput(
+            f"the catalog URL {mask_url(str(url))} names a host; a SQLite catalog is a file",
+            code="bad-db-url",
+            hint="three slashes before a relative path: sqlite:///"
+            + "/".join(part for part in (parsed.host, parsed.database) if part),
+        )
+    if _in_memory(parsed):
+        # Each connection would get an empty database of its own, and all of them vanish with the process:
+        # `init` would "create" a catalog nothing can use, and every event appended would be lost.
+        raise InvalidInput(
+            f"the catalog {mask_url(str(url))} would be an in-memory SQLite database, lost when the command "
+            "exits",
+            code="bad-db-url",
+            hint="name a file: sqlite:///PATH (relative) or sqlite:////PATH (absolute)",
+        )
     return parsed
+
+
+def _in_memory(url: URL) -> bool:
+    """True for the SQLite URLs of an in-memory database: `sqlite://`, `sqlite:///:memory:`, and a URI
+    filename opened with `mode=memory`."""
+    if url.get_backend_name() != "sqlite":
+        return False
+    return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
 
 
 def safe_url(url: str | URL) -> str:
