@@ -43,6 +43,8 @@ POINTS: dict[str, str] = {
     "delete.in-commit": "inside the cut's committing transaction, its targets read again: the transaction is "
     "rolled back, the straddling segment's survivors an orphan",
     "delete.after-commit": "the cut committed (rows, DVV, deleted_upto); the dropped files not yet removed",
+    "backup.before-aside-removed": "a recopy's whole copy renamed into place, the damaged copy it replaced "
+    "still set aside (hidden, `.damaged`), the manifest not written: the next backup or prune removes it",
     "backup.after-copy": "one segment copied into the backup store, the manifest not written: no backup yet",
     "restore.after-copy": "the backup's segments copied into the log store, the catalog not: orphans",
     "recover.after-census": "the loss found (DR0); the location not yet marked recovering, nothing changed",

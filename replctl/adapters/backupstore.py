@@ -38,6 +38,7 @@ from replctl.adapters.remotefiles import folder_digest, folder_files
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
+from replctl.failpoints import hit
 from replctl.localfiles import digest, sync_file, sync_folder, write_atomically
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 _CHUNK = 1 << 20
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+# How a damaged copy set aside for the whole one replacing it is named: `.<segment folder>.<uuid8>.damaged`.
+_ASIDE_SUFFIX = ".damaged"
 
 
 def _is_data(relative: str) -> bool:
@@ -185,6 +188,7 @@ class BackupStore:
                 aside = self._set_aside(path)  # a copy found damaged (`backup create`, BK1)
             self._move(temporary, target)
             if aside is not None:
+                hit("backup.before-aside-removed")
                 shutil.rmtree(aside, ignore_errors=True)
         except OSError as exc:
             with suppress(OSError):  # the failure to report is the copy's, not the clean-up's
@@ -199,13 +203,33 @@ class BackupStore:
         of the whole one about to be renamed into its place (a rename does not replace a folder that holds
         files); the caller removes it once the whole one is in place. A crash in between leaves the copy
         missing, which it already was in effect, and the next backup copies it again; the folder set aside is
-        hidden, as a copy's temporary one is. None when there is no copy to set aside."""
+        hidden, as a copy's temporary one is, and a crash before its removal leaves it for the next backup or
+        prune of the location to remove (`remove_set_aside`). None when there is no copy to set aside."""
         folder = self._segment(path)
         if not folder.is_dir():
             return None
-        aside = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.damaged")
+        aside = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}{_ASIDE_SUFFIX}")
         folder.rename(aside)
         return aside
+
+    def remove_set_aside(self, location: str) -> list[str]:
+        """Remove the damaged copies of `location`'s segments that a recopy set aside (`_set_aside`) and a crash
+        left behind; returns their folder names. They are no copy of anything: no manifest names them, and
+        nothing lists or counts them. Another catalog's recopy sharing the store removes its own with errors
+        ignored, so removing one under it is harmless. Remote: none is ever set aside (a whole copy replaces
+        a damaged one in place)."""
+        if self._fs is not None:
+            return []
+        holder = self.root.joinpath("segments", *location.split("/"))
+        with _failing(f"cannot remove the damaged copies set aside in {holder}"):
+            found = sorted(
+                entry.name
+                for entry in (holder.iterdir() if holder.is_dir() else ())
+                if entry.name.startswith(".") and entry.name.endswith(_ASIDE_SUFFIX) and entry.is_dir()
+            )
+            for name in found:
+                shutil.rmtree(holder / name)
+        return found
 
     def _copy_recorded(self, source: Path, relative: str, recorded: SegmentFile) -> int:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""

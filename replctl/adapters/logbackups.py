@@ -66,6 +66,10 @@ class LogBackups:
         """Remove a segment copy."""
         self.backups.remove_segment(path)
 
+    def remove_set_aside(self, location: str) -> list[str]:
+        """Remove the damaged copies a crashed recopy left set aside (`BackupStore.remove_set_aside`)."""
+        return self.backups.remove_set_aside(location)
+
     def copy_in(
         self, path: str, names: Sequence[str] | None, *, recorded: Sequence[SegmentFile] | None
     ) -> tuple[int, str]:

@@ -104,6 +104,8 @@ def list_(ctx: typer.Context, location: Annotated[str | None, typer.Argument()] 
     def action(app: AppContext) -> BackupList:
         from replctl.services import backups
 
+        # No store check: the listing reads the backup store and the catalog's id only, never a log or the
+        # catalog's state, and it is what an operator reads to choose a backup once the log store is lost.
         if location is not None:
             backups.check_location(app.catalog(), location)
         return backups.listing(app.catalog(), app.backups(), location)
@@ -173,9 +175,13 @@ def verify(
     def action(app: AppContext) -> BackupChecks:
         from replctl.services import backups
 
-        # The catalog and the live log are opened only for a damaged backup: the hint says how to repair it.
+        # The verdict reads the backup store only, so it needs no log store (a disaster may have taken it).
+        # The catalog and the live log are opened only for a damaged backup, for the hint on how to repair it,
+        # and the store is checked first (exit 6 `store-not-found`, `catalog-behind`, ... as every command
+        # that reads a log): a mistyped --store looked like a damaged log, and the hint then said to recover
+        # with --accept-loss. A store that fails the check leaves the generic hint (`BackupChecks.error`).
         return backups.verify(
-            app.catalog(), app.backups(), list(ids or []), live=lambda: (app.catalog(), app.store())
+            app.catalog(), app.backups(), list(ids or []), live=lambda: (app.catalog(), app.checked_store())
         )
 
     def render(app: AppContext, outcome: BackupChecks) -> None:

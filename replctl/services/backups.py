@@ -2,8 +2,9 @@
 
 A backup copies a location's catalogued segments as of one catalog version into the backup store and writes the
 manifest last (the backup-store port, `services.ports.BackupStore`). Segments are immutable, so a segment some
-earlier manifest already lists is not copied again (`segments_reused`), provided its copy is still there and
-whole by its files' names and sizes; one that is not is copied again from the live log (`segments_recopied`).
+earlier backup of this catalog already lists is not copied again (`segments_reused`), provided its copy is still
+there and whole by its files' names and sizes; one that is not is copied again from the live log
+(`segments_recopied`).
 Each location's backup is one journalled operation.
 """
 
@@ -169,13 +170,17 @@ class _PlannedSegment:
     digest: str | None = None
 
 
-def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segment]) -> list[_PlannedSegment]:
+def _plan(
+    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, segments: list[Segment]
+) -> list[_PlannedSegment]:
     """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes."""
-    # What earlier manifests of this location say of a segment stands for it once its copy is there with the
-    # files and sizes they and the segment's row record: a listing, never a read (incremental). A copy that
-    # lost a file made every later backup unrestorable while BK3 counted it. A segment path starts with its
-    # location, so no other location's manifest can list it.
-    known = {s.path: s for m in backups.manifests(name) for s in m.segments}
+    # What this catalog's earlier manifests of this location say of a segment stands for it once its copy is
+    # there with the files and sizes they and the segment's row record: a listing, never a read (incremental).
+    # A copy that lost a file made every later backup unrestorable while BK3 counted it. A segment path starts
+    # with its location, so no other location's manifest can list it. Nor does another catalog's manifest
+    # count (`mine`): that catalog prunes its backups without this catalog's lease, and a backup that reused
+    # a copy on its word lost it to such a prune.
+    known = {s.path: s for m in mine(catalog, backups, name) for s in m.segments}
     planned = []
     for seg in segments:
         entry = known.get(seg.path)
@@ -185,7 +190,16 @@ def _plan(store: LogStore, backups: BackupStore, name: str, segments: list[Segme
             else:
                 planned.append(_PlannedSegment(seg, RECOPY, _data_bytes(store, seg)))
         elif backups.has_segment(seg.path):
-            planned.append(_PlannedSegment(seg, HELD, backups.segment_bytes(seg.path)))
+            # No backup of this catalog lists the copy: one that died before its manifest left it, or another
+            # catalog's backup lists it (segment names are random per segment, so the same name is the very
+            # segment file, from a log store both catalogs' logs came from). Kept, and read for its own digest,
+            # when whole by the segment's own row; once this backup's manifest names it, neither catalog's
+            # prune removes it (`core.backups.prune`'s `others`). Copied again only when it is not whole: then
+            # it serves no backup whole, and the whole segment file repairs it for the other catalog too.
+            expected = _data_bytes(store, seg)
+            row = bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, expected, "")
+            whole = bk.copy_damage(row, backups.segment_sizes(seg.path), seg.files) is None
+            planned.append(_PlannedSegment(seg, HELD if whole else RECOPY, expected))
         else:
             planned.append(_PlannedSegment(seg, COPY, _data_bytes(store, seg)))
     return planned
@@ -213,7 +227,7 @@ def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifes
     fresh = {
         "copied": [p.segment.path for p in copied],
         "bytes_copied": sum(p.bytes for p in copied),
-        # Of `copied`, those an earlier backup held but whose copy was missing or of another size.
+        # Of `copied`, those whose earlier copy was missing or of another size (a backup listed it, or it was there).
         "segments_recopied": sum(1 for p in copied if p.source == RECOPY),
     }
     if manifest is None:
@@ -229,9 +243,13 @@ _ATTEMPTS = 3
 def _backup(
     ctx: OperationContext, store: LogStore, backups: BackupStore, name: str, reason: str | None
 ) -> dict[str, Any]:
+    if not ctx.dry_run:
+        # What a recopy that died left set aside (`BackupStore.remove_set_aside`): this backup's lease keeps
+        # any other recopy of this catalog's out of the location meanwhile.
+        backups.remove_set_aside(name)
     for _attempt in range(_ATTEMPTS):
         loc, segments, version, catalog_id = _read(ctx, store, name)
-        planned = _plan(store, backups, name, segments)
+        planned = _plan(ctx.catalog, store, backups, name, segments)
         if ctx.dry_run:
             return _summary(loc, planned, None)
         try:
@@ -563,6 +581,9 @@ def prune(
                 backups.remove_manifest(m.id)
             for path in decision.files:
                 backups.remove_segment(path)
+            for name in touched:
+                # Under the backups' lease of each, as `backup create` removes them (`remove_set_aside`).
+                backups.remove_set_aside(name)
             with ctx.transaction() as tx:
                 ctx.step(
                     tx,

@@ -550,6 +550,11 @@ class BackupStore(Protocol):
         """Remove a segment copy; removing what is absent is not an error."""
         ...
 
+    def remove_set_aside(self, location: str) -> list[str]:
+        """Remove what a recopy (`copy_in` over a damaged copy) that died left of the damaged copy it was
+        replacing under `location`: no copy of anything, never listed or counted; returns what it removed."""
+        ...
+
     def copy_in(
         self, path: str, names: Sequence[str] | None, *, recorded: Sequence[SegmentFile] | None
     ) -> tuple[int, str]:

@@ -66,6 +66,10 @@ class FakeBackupStore:
         """Drop a copy; nothing there is not an error."""
         self.held.remove(path)
 
+    def remove_set_aside(self, location: str) -> list[str]:
+        """Nothing is ever set aside in memory: a copy replaces another at once."""
+        return []
+
     def copy_in(
         self, path: str, names: Sequence[str] | None, *, recorded: Sequence[SegmentFile] | None
     ) -> tuple[int, str]:

@@ -54,20 +54,34 @@ def build_restore(rc: Replctl) -> None:
     rc("drill", "disaster", "B", "--from", "1")
 
 
-# (command, failpoint, mode)
+def build_recopy(rc: Replctl) -> None:
+    # B backed up, then one of its copies lost its data file: the next backup copies that segment again over
+    # the damaged copy, which it sets aside (`.damaged`) until the whole one is in place.
+    build(rc)
+    [made] = rc.json("backup", "create", "B")["backups"]
+    [first, *_] = rc.json("backup", "show", made["id"])["backup"]["segments"]
+    for file in (rc.backups / "segments" / first["path"]).iterdir():
+        file.unlink()
+
+
+# The world each case starts from: its builder and the command crashed in it.
+WORLDS = {"backup": (build, BACKUP), "restore": (build_restore, RESTORE), "recopy": (build_recopy, BACKUP)}
+
+# (world, failpoint, mode)
 CASES = [
-    (BACKUP, "backup.after-copy@2", "kill"),  # one segment copied, the second and the manifest not
-    (BACKUP, "backup.after-copy", "raise"),
-    (RESTORE, "restore.after-copy", "kill"),  # the backup's copies in the log store, the catalog not
-    (RESTORE, "recover.after-metadata", "raise"),  # B restored and recovering, old files not removed
+    ("backup", "backup.after-copy@2", "kill"),  # one segment copied, the second and the manifest not
+    ("backup", "backup.after-copy", "raise"),
+    ("recopy", "backup.before-aside-removed", "kill"),  # the whole copy in place, the damaged one set aside
+    ("restore", "restore.after-copy", "kill"),  # the backup's copies in the log store, the catalog not
+    ("restore", "recover.after-metadata", "raise"),  # B restored and recovering, old files not removed
 ]
 
 
 @pytest.fixture(scope="module")
-def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], tuple[Path, dict[str, Any]]]:
-    """Per command: the template world and what the uninterrupted command leaves."""
-    built: dict[tuple[str, ...], tuple[Path, dict[str, Any]]] = {}
-    for command, builder in ((BACKUP, build), (RESTORE, build_restore)):
+def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Per world: the template world and what the uninterrupted command leaves."""
+    built: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for name, (builder, command) in WORLDS.items():
         template = tmp_path_factory.mktemp("backup-template")
         rc = Replctl(template)
         rc("init")
@@ -76,7 +90,7 @@ def worlds(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], tu
         shutil.copytree(template, reference, dirs_exist_ok=True)
         ref = Replctl(reference)
         ref(*command)
-        built[command] = (template, observe(ref))
+        built[name] = (template, observe(ref))
     return built
 
 
@@ -88,17 +102,16 @@ def without_backup_ids(status: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(
-    ("command", "failpoint", "mode"), CASES, ids=[f"{m}-{c[0]}-{p}" for c, p, m in CASES]
-)
+@pytest.mark.parametrize(("name", "failpoint", "mode"), CASES, ids=[f"{m}-{w}-{p}" for w, p, m in CASES])
 def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rerun(
-    command: tuple[str, ...],
+    name: str,
     failpoint: str,
     mode: str,
-    worlds: dict[tuple[str, ...], tuple[Path, dict[str, Any]]],
+    worlds: dict[str, tuple[Path, dict[str, Any]]],
     tmp_path: Path,
 ) -> None:
-    template, expected = worlds[command]
+    template, expected = worlds[name]
+    command = WORLDS[name][1]
     world = World.copy_of(template, tmp_path / "world")
     listed_before = Replctl(world.root).json("backup", "list")["backups"]
     if mode == "kill":
@@ -118,6 +131,8 @@ def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rer
     assert without_backup_ids(got["status"]) == without_backup_ids(expected["status"])
     assert rc.json("log", "verify")["ok"]
     assert rc.json("backup", "verify")["ok"]
+    # A damaged copy a killed recopy set aside is gone with the re-run: nothing is left to list or count.
+    assert sorted((world.root / "backups").rglob("*.damaged")) == []
     assert world.held_leases() == []
     assert_taken_over(rc, dead[0])
     lost, duplicated = lost_and_duplicated(expected["logs"], got["logs"])
@@ -126,12 +141,12 @@ def test_a_killed_backup_or_restore_leaves_no_half_backup_and_converges_when_rer
 
 
 def test_a_backup_dead_after_its_manifest_is_listed_whole_and_a_rerun_reuses_every_copy(
-    worlds: dict[tuple[str, ...], tuple[Path, dict[str, Any]]], tmp_path: Path
+    worlds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
 ) -> None:
     # BK1, issue 16: the backup step is journalled with the operation's end, so a crash after the manifest
     # leaves a backup that is complete (listed, verified) and an operation that journalled no step; the re-run
     # takes its leases over and makes a backup of the same state from the copies already there.
-    template, expected = worlds[BACKUP]
+    template, expected = worlds["backup"]
     world = World.copy_of(template, tmp_path / "world")
     [dead] = crash_in_process(world, BACKUP, "operation.before-finish")
     assert sorted(world.held_leases()) == ["backups:B"]  # the location's was given back after the read
@@ -145,3 +160,24 @@ def test_a_backup_dead_after_its_manifest_is_listed_whole_and_a_rerun_reuses_eve
     assert_taken_over(rc, dead)
     assert world.held_leases() == []
     assert observe(rc)["logs"] == expected["logs"]
+
+
+def test_a_damaged_copy_a_killed_recopy_set_aside_is_never_listed_and_the_next_prune_removes_it(
+    worlds: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    # BK1: a recopy killed between putting the whole copy in place and removing the damaged one it replaced
+    # left the damaged one set aside in the backup store for good; a prune of the location removes it now, as
+    # the next backup does (the re-run above).
+    template, _ = worlds["recopy"]
+    world = World.copy_of(template, tmp_path / "world")
+    rc = world.tool()
+    [listed] = rc.json("backup", "list")["backups"]
+    kill_at(world, BACKUP, "backup.before-aside-removed")
+    [aside] = (world.root / "backups" / "segments" / "B").glob(".*.damaged")
+    assert aside.is_dir()
+    assert rc.json("backup", "list")["backups"] == [listed]  # no backup made, nothing counted
+    assert rc.json("backup", "verify")["ok"]  # the whole copy in place serves the earlier backup too
+    pruned = rc.json("backup", "prune", "B", "--keep-last", "1")
+    assert (pruned["removed"], pruned["files_removed"], pruned["kept"]) == ([], [], [listed["id"]])
+    assert sorted((world.root / "backups").rglob("*.damaged")) == []
+    assert rc.json("backup", "verify")["ok"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import uuid
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -1208,6 +1211,64 @@ def test_another_catalogs_backups_in_the_same_store_are_never_listed_counted_res
     assert rc.json("recover", "location", "B", "--from-backup", "latest", "--dry-run")["ok"]
 
 
+def _a_forked_world(rc: Replctl, root: Path) -> Replctl:
+    """A second catalog whose log store holds `rc`'s very segment files (a catalog and its store copied before
+    catalogs had ids, each copy given its own when upgraded), sharing `rc`'s backup store."""
+    root.mkdir()
+    shutil.copytree(rc.store, root / "logs")
+    with (
+        closing(sqlite3.connect(rc.db_url.removeprefix("sqlite:///"))) as live,
+        closing(sqlite3.connect(root / "catalog.db")) as copy,
+    ):
+        live.backup(copy)
+        other_id = str(uuid.uuid4())
+        with copy:
+            copy.execute("UPDATE catalog_state SET catalog_id = ?", (other_id,))
+    marker = root / "logs" / "replctl-store.json"
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "catalog_id": other_id}))
+    other = Replctl(root)
+    other.env["REPLCTL_BACKUP_STORE"] = str(rc.backups)
+    return other
+
+
+def test_a_backup_reuses_only_its_own_catalogs_copies_and_never_copies_over_another_catalogs_whole_one(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK1: a backup reused a copy that another catalog's backup listed, on that manifest's word; that catalog
+    # prunes its backups without this catalog's lease, so the copy could go before this backup's manifest
+    # named it. Now another catalog's manifest vouches for nothing: a copy of the same segment file there is
+    # kept when whole (never copied over) and read for its own digest, and one that lost a file is copied again.
+    two_locations(rc)
+    rc.append("A", "a1", "a2")
+    rc("replicate")
+    rc.append("B", "b1")
+    [old] = rc.json("backup", "create", "B")["backups"]
+    first, second = rc.json("backup", "show", old["id"])["backup"]["segments"]
+    other = _a_forked_world(rc, tmp_path / "forked")
+    for file in (rc.backups / "segments" / first["path"]).iterdir():
+        file.unlink()
+    [made] = other.json("backup", "create", "B")["backups"]
+    assert (made["segments"], made["segments_reused"], made["copied"], made["segments_recopied"]) == (
+        2,
+        0,
+        [first["path"]],
+        1,
+    )
+    # The whole segment file repaired the first catalog's backup too.
+    assert rc.json("backup", "verify")["ok"]
+    # The first catalog prunes every backup of its own: the copies stay, the second's backup names them.
+    pruned = rc.json("backup", "prune", "--keep-last", "0")
+    assert (pruned["removed"], pruned["files_removed"]) == ([old["id"]], [])
+    assert other.json("backup", "verify")["ok"]
+    # The second catalog's next backup reuses them on its own backup's word.
+    [again] = other.json("backup", "create", "B")["backups"]
+    assert (again["segments_reused"], again["copied"]) == (2, [])
+    assert [s["path"] for s in other.json("backup", "show", again["id"])["backup"]["segments"]] == [
+        first["path"],
+        second["path"],
+    ]
+
+
 def test_a_backup_made_before_backups_named_their_catalog_is_the_one_whose_journal_made_it(
     rc: Replctl, tmp_path: Path
 ) -> None:
@@ -1235,6 +1296,38 @@ def test_a_backup_made_before_backups_named_their_catalog_is_the_one_whose_journ
     rc("drill", "disaster", "B", "--from", "1")
     assert rc.json("recover", "location", "B", "--from-backup", "latest")["backup"] == made["id"]
     assert rc.keys("B") == ["old-1"]
+
+
+def test_backup_verify_never_judges_the_live_log_through_a_store_that_is_not_this_catalogs(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # The repair hint reads the live log: through a mistyped --store (no marker) A's log looked damaged and the
+    # hint said to recover A with --accept-loss. The store is checked first, as every command that reads a log
+    # checks it; one that fails the check leaves the generic way out, and the verdict on the backups stands.
+    made = a1_backed_up(rc)
+    [segment] = rc.json("backup", "show", made["id"])["backup"]["segments"]
+    shutil.rmtree(rc.backups / "segments" / segment["path"])
+    typo = tmp_path / "typo"
+    typo.mkdir()
+    error = rc.json("--store", str(typo), "backup", "verify", expect=6)["error"]
+    assert error == {
+        "code": "backup-damaged",
+        "message": f"backup {made['id']} is damaged: {segment['path']}: missing",
+        "hint": "replctl backup create A",
+    }
+    assert rc.json("backup", "verify", expect=6)["error"]["hint"] == (
+        "run `replctl backup create A`: it copies the damaged segments again from its log"
+    )
+
+
+def test_backup_list_reads_no_log_and_lists_through_any_store(rc: Replctl, tmp_path: Path) -> None:
+    # `backup list` reads the backup store and the catalog's id only: it needs no log store (what an operator
+    # reads to choose a backup once the log store is lost), so it checks none.
+    made = a1_backed_up(rc)
+    typo = tmp_path / "typo"
+    assert [b["id"] for b in rc.json("--store", str(typo), "backup", "list")["backups"]] == [made["id"]]
+    shutil.rmtree(rc.store)
+    assert [b["id"] for b in rc.json("backup", "list", "A")["backups"]] == [made["id"]]
 
 
 def test_backup_verify_reports_each_backup_when_the_log_store_is_gone(rc: Replctl) -> None:

@@ -171,6 +171,29 @@ def test_an_older_copy_of_the_catalog_is_refused_before_it_reassigns_an_identity
     assert rc.stored("B") == [("A", 1, "a1"), ("A", 2, "a2")]
 
 
+def test_a_prune_through_an_older_copy_of_the_catalog_is_refused_before_it_removes_anything(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK3, BK4: the prune judges which backup is a location's newest from the catalog: through an older copy
+    # it is refused (exit 6) before a manifest or a file goes, as every command that removes store files is.
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    rc("backup", "create", "A")
+    older = _copy_catalog(rc, tmp_path / "catalog-copy.db")
+    rc.append("A", "a2")
+    rc("backup", "create", "A")
+    held = sorted(p.relative_to(rc.backups) for p in rc.backups.rglob("*"))
+    live = rc.db_url
+    rc.env["REPLCTL_DB"] = older
+    for keep in ("1", "0"):
+        error = rc.json("backup", "prune", "A", "--keep-last", keep, expect=6)["error"]
+        assert error["code"] == "catalog-behind"
+        assert error["message"].startswith(f"this catalog is older than the store at file://{rc.store}: ")
+    assert sorted(p.relative_to(rc.backups) for p in rc.backups.rglob("*")) == held
+    rc.env["REPLCTL_DB"] = live
+    assert len(rc.json("backup", "list")["backups"]) == 2
+
+
 def test_the_marker_follows_the_catalog_and_a_crash_before_it_is_raised_refuses_nothing(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc.append("A", "a1", "a2")
