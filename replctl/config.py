@@ -16,6 +16,7 @@ from typing import Any
 from replctl.errors import InvalidInput
 from replctl.localfiles import kind_of
 from replctl.masking import is_secret_key, secrets_in_url
+from replctl.storeroots import check_root_text
 
 DEFAULT_DB = "sqlite:///.replctl/catalog.db"
 DEFAULT_STORE = ".replctl/logs"
@@ -312,6 +313,18 @@ def resolve(
     )
     origins["config"] = Setting(str(config_path) if config_path else None, config_origin)
 
+    for name, flag, var in (
+        ("store", "--store", "REPLCTL_STORE"),
+        ("backup_store", "", "REPLCTL_BACKUP_STORE"),
+    ):
+        source = origins[name].source
+        where = {"flag": flag, "env": var, "config": f"{name} in the config file {config_path}"}
+        # Before `_resolve_store` joins it to the base folder, where an empty root becomes that folder.
+        check_root_text(
+            str(values[name]),
+            where.get(source) or name,
+            code="bad-option" if source == "flag" else "bad-config",
+        )
     file_mode = _parse_mode(str(values["file_mode"]), origins["file_mode"].source)
     db = _resolve_db(str(values["db"]), base)
     store = _resolve_store(str(values["store"]), base)

@@ -22,6 +22,8 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from replctl.errors import InvalidInput
+
 # As the stores read a root (adapters.logstore, adapters.backupstore): a scheme followed by `://`.
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 LOCAL = "file"
@@ -57,6 +59,26 @@ class StoreRoot:
         if not self.segments:
             return None
         return StoreRoot(self.scheme, self.authority, self.segments[:-1])
+
+
+def check_root_text(text: str, where: str, *, code: str = "bad-option") -> None:
+    """Refuse (exit 2) a root as given (`--store`, `--to`, store = ... in the config) that no store reads as
+    the operator meant: an empty one, which a path would take for the working directory, and `file:` without
+    `//` (`file:logs`), which the stores, reading a scheme only before `://`, would take for a folder
+    literally named `file:logs`. `where` names the setting in the message."""
+    if not text.strip():
+        raise InvalidInput(
+            f"{where} is empty: it names no store",
+            code=code,
+            hint="give a folder, a file:/// URI or a remote URI (hdfs://, s3a://)",
+        )
+    if text[:5].lower() == "file:" and not text[5:].startswith("//"):
+        path = text[5:]
+        raise InvalidInput(
+            f"{where} {text!r} is not a file URI replctl reads: a file URI is file:///ABSOLUTE/PATH",
+            code=code,
+            hint=f"give the path without file: ({path}), or file:///ABSOLUTE/PATH",
+        )
 
 
 def root_of(text: str) -> StoreRoot:

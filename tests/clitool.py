@@ -62,6 +62,15 @@ class Replctl:
             self.env["REPLCTL_LOCAL_LIMIT"] = "0"
         self.runner = CliRunner()
 
+    @classmethod
+    def initialised(cls, root: Path, *locations: str) -> Replctl:
+        """`replctl init` under `root`, then `location add` for each of `locations`."""
+        tool = cls(root)
+        tool("init")
+        for name in locations:
+            tool("location", "add", name)
+        return tool
+
     def __call__(self, *args: str, expect: int | None = 0) -> Outcome:
         """Run `replctl ARGS`; assert the exit code unless expect is None."""
         result = self.runner.invoke(app, list(args), env=self.env, catch_exceptions=False)

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
-from replctl.adapters.remotefiles import folder_digest, folder_files
+from replctl.adapters.remotefiles import folder_digest, folder_files, remote_failure
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
 from replctl.failpoints import hit
-from replctl.localfiles import digest, sync_file, sync_folder, write_atomically
+from replctl.localfiles import digest, kind_of, sync_file, sync_folder, write_atomically
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -79,8 +79,9 @@ class BackupStore:
             try:
                 self._fs, self._base = pafs.FileSystem.from_uri(arrow_uri(text))
             except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
+                failure = remote_failure(f"cannot open the backup store {text}", text, exc)
                 raise EnvironmentFailure(
-                    f"cannot open the backup store {text}: {exc}",
+                    failure.message,
                     code="backup-store",
                     hint="check backup_store (or --to): a path, file://, or a URI the log store could use",
                 ) from exc
@@ -96,6 +97,13 @@ class BackupStore:
     def place(self) -> str:
         """Where the store is, for `replctl.storeroots`: a local root's absolute folder, else the URI as given."""
         return str(self.root) if self._fs is None else self.uri
+
+    def not_a_folder(self) -> str | None:
+        """What a local root is when something other than a folder is there (`"a file"`, `"a device"`...);
+        None for a folder, for nothing there yet (the first backup creates it) and for a remote root."""
+        if self._fs is not None or self.root.is_dir() or not self.root.exists():
+            return None
+        return kind_of(self.root) or "a file"
 
     def _segment(self, path: str) -> Path:
         return self.root.joinpath("segments", *path.split("/"))

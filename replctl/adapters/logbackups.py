@@ -30,6 +30,10 @@ class LogBackups:
         """(backup store, log store): where each is (`place`)."""
         return self.backups.place, self.live.place
 
+    def not_a_folder(self) -> str | None:
+        """What the backup store's root is when it is there but no folder (a file...); else None."""
+        return self.backups.not_a_folder()
+
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every complete backup, oldest first; only `location`'s when given."""
         return self.backups.manifests(location)

@@ -10,10 +10,47 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
+from replctl.errors import EnvironmentFailure
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 _CHUNK = 1 << 20
+# The longest cause a remote failure quotes: pyarrow's own text can run to thousands of characters (every
+# folder where it looked for libjvm), one line of an operator's terminal is what it deserves.
+_CAUSE_CHARS = 160
+# pyarrow's words for a client library it could not load, and what that means to an operator.
+_LIBRARIES = {
+    "Unable to load libjvm": "pyarrow's HDFS client cannot load Java (libjvm)",
+    "Unable to load libhdfs": "pyarrow's HDFS client cannot load libhdfs",
+}
+_HDFS_HINT = (
+    "check the name node in --store (or REPLCTL_STORE) is reachable; pyarrow's HDFS client needs JAVA_HOME, "
+    "HADOOP_HOME and CLASSPATH=$(hadoop classpath --glob)"
+)
+
+
+def remote_failure(what: str, uri: str, exc: BaseException, *, code: str = "store") -> EnvironmentFailure:
+    """The exit-6 failure of a remote store's file system at `uri` (`what` failed): one short line naming the
+    cause, and a hint for its scheme, instead of pyarrow's text (multi-line, escaped, thousands of characters
+    when the HDFS client's libraries are not found)."""
+    return EnvironmentFailure(f"{what}: {remote_cause(exc)}", code=code, hint=_remote_hint(uri))
+
+
+def remote_cause(exc: BaseException) -> str:
+    """The first line of a pyarrow file-system error, in plain words where they are known, cut short."""
+    text = str(exc).replace("\\n", "\n").strip()
+    first = text.split("\n", 1)[0].strip() or type(exc).__name__
+    for prefix, meaning in _LIBRARIES.items():
+        if first.startswith(prefix):
+            return meaning
+    return first if len(first) <= _CAUSE_CHARS else first[: _CAUSE_CHARS - 1].rstrip() + "…"
+
+
+def _remote_hint(uri: str) -> str:
+    if uri.lower().startswith(("hdfs://", "viewfs://")):
+        return _HDFS_HINT
+    return "check --store (or REPLCTL_STORE): the store must be reachable with the credentials Spark is given"
 
 
 def folder_files(

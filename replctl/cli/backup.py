@@ -54,7 +54,10 @@ def create(
 
     def action(app: AppContext) -> BackupsMade:
         from replctl.services import backups
+        from replctl.storeroots import check_root_text
 
+        if to is not None:
+            check_root_text(to, "--to")  # an empty one would read as the configured backup store
         return backups.create(
             app.catalog(),
             app.checked_store(),  # a foreign store, or a catalog older than it, is refused (exit 6)

@@ -135,7 +135,7 @@ class AppContext:
         # The log store unchecked: `backup list|show|verify|prune` read no live log, and the commands that do
         # (`backup create`, a restore) check it themselves first (`store()`, `engine()`).
         live = LogStore(self.settings.store)
-        return LogBackups(BackupStore(root or self.settings.backup_store), live, reader)
+        return LogBackups(BackupStore(self.settings.backup_store if root is None else root), live, reader)
 
     def _record_reach(self, store: LogStore, seen: StoreCheck) -> None:
         from contextlib import suppress

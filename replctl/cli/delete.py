@@ -62,6 +62,14 @@ def delete(
         console = stdout()
         # A request that waits has not made anything unrecoverable yet: its waiting part would (BK4).
         render_unrecoverable(console, out.makes_unrecoverable or (), dry_run=out.dry_run or out.pending)
+        if out.none_older:
+            # Not "would hide seq ≤ 0": no cut was found, and the dry run and the run change nothing alike.
+            console.print(
+                f"{location}: no stored event is older than {older_than}; nothing "
+                f"{'would be' if out.dry_run else 'is'} deleted",
+                markup=False,
+            )
+            return
         if out.dry_run:
             would = out.would_delete
             console.print(f"would hide seq ≤ {out.logical_deleted_upto} from local reading", markup=False)

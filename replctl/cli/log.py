@@ -202,6 +202,9 @@ def verify(ctx: typer.Context, locations: Annotated[list[str] | None, typer.Argu
                 console.print(
                     f"{log.location}: violation [{v['invariant']}]{at}: {v['message']}", markup=False
                 )
+            if any(v["invariant"] == "SEG" for v in log.violations):
+                # Damage (DR0), whether a file is missing, truncated or overwritten: the way out is recovery.
+                console.print(f"hint: {log.hint}", markup=False)
         for v in out.topology:
             console.print(f"topology: violation [I6/{v['code']}]: {v['message']}", markup=False)
 

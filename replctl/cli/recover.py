@@ -84,7 +84,9 @@ def recover_location(
         prefix = "would " if out.dry_run else ""
         if out.backup:
             console.print(f"{name}: {prefix}restore backup {out.backup} (BK2)", markup=False)
-        if out.lost_from is not None:
+            if out.lost_from is not None:
+                console.print(_restored_text(name, out.lost_from, dry_run=out.dry_run), markup=False)
+        elif out.lost_from is not None:
             console.print(f"{name}: events from seq {out.lost_from} on are lost", markup=False)
         for origin, (lo, hi) in out.discarded.items():
             console.print(
@@ -146,6 +148,22 @@ def clock_text(clock: Mapping[str, int | None]) -> str:
         start = f"clock {before}" if floor == before else f"clock {before} → {floor}"
         return f"{start} (the events recovered take the seqs after it)"
     return f"clock unchanged at {before}" if after == before else f"clock {before} → {after}"
+
+
+def _restored_text(name: str, lost_from: int, *, dry_run: bool) -> str:
+    """What a restore does to A's own log (BK2): it becomes the backup's events, seqs up to `lost_from` - 1;
+    the events after the backup are not lost by that: they come back from the neighbours that hold them
+    (DR4), and what none holds is named by the lines on what is lost for good (`_lost_lines`)."""
+    last = lost_from - 1
+    rebuilt, after = (
+        ("empty", "the events it held") if last < 1 else (f"up to seq {last}", f"its events after seq {last}")
+    )
+    verb = "would be rebuilt" if dry_run else "is rebuilt"
+    back = "would come" if dry_run else "come"
+    return (
+        f"{name}: its log {verb} from the backup {rebuilt}; {after} {back} back from the neighbours that "
+        "hold them (BK2, DR4)"
+    )
 
 
 def _accepted_text(name: str, source: str, given_up: Mapping[str, list[int]]) -> str:

@@ -45,9 +45,7 @@ def parse_event(value: Any, where: str, max_payload_bytes: int = MAX_PAYLOAD_BYT
     `tags`, when given, is a list of strings: null, false, 0, {} or "" are refused, not read as no tags.
     """
     if not isinstance(value, dict):
-        raise InvalidInput(
-            f"{where}: an event is a JSON object, got {type(value).__name__}", code="bad-event"
-        )
+        raise not_an_object(value, where)
     unknown = sorted(set(value) - set(ALLOWED))
     if unknown:
         raise InvalidInput(
@@ -73,6 +71,35 @@ def parse_event(value: Any, where: str, max_payload_bytes: int = MAX_PAYLOAD_BYT
     _require_utf8(where, [value.get("type"), value.get("key"), *tags, payload])
     check_payload_size(text, where, max_payload_bytes)
     return NewEvent(type=value.get("type"), key=value.get("key"), tags=tuple(tags), payload=text)
+
+
+# An event as cli.md has it, shown to an operator who gave something else.
+EVENT_EXAMPLE = '{"key": "e1", "tags": ["t"], "payload": {"n": 1}}'
+
+
+def not_an_object(value: Any, where: str) -> InvalidInput:
+    """The refusal (exit 2) of a decoded JSON value that is no object (`null`, `3`, `[1]`, `"x"`), named by
+    its JSON kind, not by the Python type it was decoded to ("NoneType" means nothing to an operator)."""
+    return InvalidInput(
+        f"{where}: expected a JSON object with optional fields {', '.join(ALLOWED)}, got {json_kind(value)}",
+        code="bad-event",
+        hint=f"e.g. {EVENT_EXAMPLE}",
+    )
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words: `null`, `true`, `a number`, `a string`, `an array`..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def check_payload_size(text: str | None, where: str, max_payload_bytes: int) -> None:

@@ -77,6 +77,7 @@ def create(
             f"back up apart from the log store: {again} --to {other}; set backup_store there to keep it"
         ),
     )
+    _check_folder(backups)
     with catalog.transaction(readonly=True) as tx:
         for name in names:
             get_location(tx, name)
@@ -96,6 +97,18 @@ def create(
     return BackupsMade(
         dry_run, tuple(made), tuple({"location": name, "error": exc.to_json()} for name, exc in refused)
     )
+
+
+def _check_folder(backups: BackupStore) -> None:
+    """Refuse (exit 2, `not-a-folder`) a backup store root that is there but is no folder (an existing file
+    named by `--to`): the copies would fail half-way on it as an environment failure. Nothing is written."""
+    kind = backups.not_a_folder()
+    if kind is not None:
+        raise InvalidInput(
+            f"invalid backup store [BK1]: {backups.roots()[0]} is {kind}, not a folder; nothing was written",
+            code="not-a-folder",
+            hint="name a folder, or one that does not exist yet, with --to (or backup_store)",
+        )
 
 
 def check_apart(
@@ -420,7 +433,9 @@ def find(catalog: Catalog, backups: BackupStore, ref: str, location: str | None 
     manifest = backups.manifest(ref)
     if manifest is None:
         raise UnknownName(
-            f"unknown backup {ref!r}: the backup store holds no backup of that id",
+            # The store named (masked as every error is, replctl.masking): a wrong --to or backup_store is the
+            # likely cause, and "the backup store" alone does not say which one was read.
+            f"unknown backup {ref!r}: the backup store {backups.roots()[0]} holds no backup of that id",
             code="unknown-backup",
             hint="list them with: replctl backup list",
         )

@@ -41,6 +41,8 @@ class DeletionOutcome:
 
     A dry run reports the state the run leaves, with `would_delete` the seqs it would cut physically.
     `makes_unrecoverable` (BK4) is None when the backups check did not run (a logical deletion, no cut).
+    `none_older` says that `--older-than` found no stored event older than its cutoff and no earlier
+    request waits, so the request changes nothing (its text says so; --json shows it as `requested_upto`).
     """
 
     location: str
@@ -55,6 +57,7 @@ class DeletionOutcome:
     blocked_by: tuple[Blocker, ...]
     would_delete: dict[str, int] | None
     makes_unrecoverable: tuple[dict[str, Any], ...] | None = None
+    none_older: bool = False
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> DeletionOutcome:
@@ -470,16 +473,20 @@ def delete(
         raise InvalidInput(f"--upto takes a seq ≥ 0, got {upto}", code="bad-number")
 
     def body(ctx: OperationContext) -> DeletionOutcome:
-        requested = upto
+        requested, none_older = upto, False
         if requested is None:
             assert older_than is not None
             age = plan.parse_age(older_than)
             with ctx.transaction() as tx:
                 loc = get_location(tx, name)
                 segments = tx.segments(name)
+                waiting = tx.pending_deletion(name)
             found = engine.last_seq_emitted_before(segments, datetime.now(UTC) - age)
             requested = max(found or 0, loc.deleted_upto)
-        return DeletionOutcome.of(delete_in(ctx, engine, name, requested, logical=logical, guard=guard))
+            # Nothing older and nothing waiting (DEL4 would retry it): the request below changes nothing.
+            none_older = found is None and waiting is None
+        out = DeletionOutcome.of(delete_in(ctx, engine, name, requested, logical=logical, guard=guard))
+        return replace(out, none_older=True) if none_older else out
 
     return operation(
         catalog,

@@ -435,6 +435,14 @@ class LogCheck:
         """Whether every invariant holds on this log."""
         return not self.violations
 
+    @property
+    def hint(self) -> str:
+        """The next command for a violated log: a segment file missing, truncated or overwritten (SEG) is
+        damage, repaired by recovery (DR0); any other violation is inspected first."""
+        if any(v["invariant"] == "SEG" for v in self.violations):
+            return f"replctl recover location {self.location}"
+        return f"inspect it with: replctl log show {self.location}"
+
 
 @dataclass(frozen=True)
 class VerifyOutcome:
@@ -470,7 +478,7 @@ class VerifyOutcome:
             doc["error"] = {
                 "code": first["invariant"],
                 "message": where + first["message"],
-                "hint": "inspect it with: replctl log show " + (bad[0].location if bad else ""),
+                "hint": bad[0].hint if bad else "inspect it with: replctl log show ",
             }
         return doc
 

@@ -513,6 +513,11 @@ class BackupStore(Protocol):
         them: (backup store, log store)."""
         ...
 
+    def not_a_folder(self) -> str | None:
+        """What the backup store's root is when something other than a folder is there (`"a file"`...);
+        None when it is a folder, not there yet, or remote."""
+        ...
+
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every complete backup (one with a manifest), oldest first; only `location`'s when given."""
         ...

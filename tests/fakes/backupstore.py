@@ -30,6 +30,10 @@ class FakeBackupStore:
         """(backup store, log store) as given: in memory they are apart unless a test says otherwise."""
         return self._roots
 
+    def not_a_folder(self) -> str | None:
+        """In memory the root is always a folder."""
+        return None
+
     def manifests(self, location: str | None = None) -> list[Manifest]:
         """Every backup with a manifest, oldest first; only `location`'s when given."""
         return sorted((m for m in self.written.values() if location in (None, m.location)), key=age_order)

@@ -145,7 +145,7 @@ def test_a_backup_id_the_store_does_not_hold_is_an_unknown_name_exit_2(rc: Replc
     before = rc.snapshot()
     unknown = {
         "code": "unknown-backup",
-        "message": "unknown backup 'nosuch': the backup store holds no backup of that id",
+        "message": f"unknown backup 'nosuch': the backup store {rc.backups} holds no backup of that id",
         "hint": "list them with: replctl backup list",
     }
     for args in (
@@ -156,7 +156,7 @@ def test_a_backup_id_the_store_does_not_hold_is_an_unknown_name_exit_2(rc: Replc
     ):
         assert rc.json(*args, expect=2)["error"] == unknown, args
     assert rc("backup", "show", "nosuch", expect=2).stderr.splitlines()[-2:] == [
-        "error: unknown backup 'nosuch': the backup store holds no backup of that id",
+        f"error: unknown backup 'nosuch': the backup store {rc.backups} holds no backup of that id",
         "hint: list them with: replctl backup list",
     ]
     assert rc.snapshot() == before

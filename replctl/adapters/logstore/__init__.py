@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
-from replctl.adapters.remotefiles import folder_digest
+from replctl.adapters.remotefiles import folder_digest, remote_failure
 from replctl.core.model import Segment, StoreMarker
 from replctl.errors import EnvironmentFailure, InvalidInput
 from replctl.localfiles import digest, kind_of, make_folders
@@ -156,7 +156,7 @@ class LogStore:
         try:
             fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
         except (OSError, ValueError) as exc:  # ArrowInvalid/ArrowIOError derive from these
-            raise EnvironmentFailure(f"cannot open {uri}: {exc}", code="store") from exc
+            raise remote_failure(f"cannot open {uri}", uri, exc) from exc
         found: tuple[pafs.FileSystem, str] = (fs, path)
         return found
 

@@ -74,8 +74,10 @@ def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
 
 def held(store: LogStore, segment: Segment) -> Segment | None:
     """`segment` narrowed to the catalogued files the store still holds (None: none of them, or its folder
-    is gone); a file the row does not name is never among them (issue 19). On a remote store, which is not
-    listed, the row as it is."""
+    is gone); a file the row does not name is never among them (issue 19), nor one of another size than its
+    row records that is no Parquet file any more (truncated, overwritten): lost as a missing file is (DR0),
+    where Spark would fail on its bytes. One of another size that still reads (a segment rewritten in place)
+    stays: its rows are the survivors. On a remote store, which is not listed, the row as it is."""
     if not store.is_local:
         return segment
     stored = store.segment_files(segment.path)
@@ -83,5 +85,22 @@ def held(store: LogStore, segment: Segment) -> Segment | None:
         return None
     if segment.files is None:
         return segment
-    kept = tuple(f for f in segment.files if f.name in stored)
+    kept = tuple(
+        f
+        for f in segment.files
+        if f.name in stored
+        and (stored[f.name] == f.size or readable(store.local_path(f"{segment.path}/{f.name}")))
+    )
     return replace(segment, files=kept) if kept else None
+
+
+def readable(path: Path) -> bool:
+    """Whether `path` opens as a Parquet file (its footer reads): a truncated or overwritten data file does
+    not, and Spark fails on it with a raw error where replctl reports damage (DR0). Reads a few kilobytes."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid derives from ValueError
+        return False
+    return True

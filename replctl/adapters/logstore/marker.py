@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from replctl.adapters.logstore import LogStore, arrow_uri
+from replctl.adapters.remotefiles import remote_failure
 from replctl.core.model import StoreMarker
 from replctl.errors import EnvironmentFailure
 
@@ -43,7 +44,15 @@ def read_marker(store: LogStore) -> StoreMarker | None:
                 return None
             text: str | None = path.read_text(encoding="utf-8")
         else:
-            text = _read_remote(store)
+            try:
+                text = _read_remote(store)
+            except OSError as exc:  # pyarrow's errors derive from it: the file system is not reached
+                raise remote_failure(
+                    f"the store marker {marker_uri(store)} cannot be read",
+                    store.root,
+                    exc,
+                    code="store-marker",
+                ) from exc
         if text is None:
             return None
         doc = json.loads(text)

@@ -49,6 +49,7 @@ from replctl.adapters.spark.transforms import (
     renumber,
     with_vt_entries,
 )
+from replctl.core.events import not_an_object
 from replctl.core.jobs import (
     PassResult,
     PassSpec,
@@ -118,7 +119,8 @@ def append_events(
 
 def _input_row(i: int, event: Mapping[str, Any]) -> tuple[int, str | None, str | None, list[str], str | None]:
     if not isinstance(event, Mapping):
-        raise InvalidInput(f"event {i + 1}: an event is a JSON object, got {type(event).__name__}")
+        # The words of the parsing boundary (`core.events`), which refuses it first for --event and .jsonl.
+        raise not_an_object(event, f"event {i + 1}")
     unknown = sorted(set(event) - set(INPUT_COLUMNS))
     if unknown:
         raise InvalidInput(
