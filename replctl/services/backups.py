@@ -425,7 +425,8 @@ def find(catalog: Catalog, backups: BackupStore, ref: str, location: str | None 
             # restores from a backup of A only, as it refuses another location's; plain event recovery from
             # A's neighbours (DR3-DR5) needs none.
             raise Refused(
-                f"refused [BK2]: the backup store holds no backup of {location}; nothing was changed",
+                f"refused [BK2]: the backup store {backups.roots()[0]} holds no backup of {location}; nothing was "
+                "changed",
                 code="BK2",
                 hint=f"replctl recover location {location}",
             )

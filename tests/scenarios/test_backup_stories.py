@@ -127,7 +127,7 @@ def test_restoring_latest_with_no_backup_of_the_location_is_a_bk2_refusal_whose_
         out = rc.json("recover", "location", "B", "--from-backup", "latest", *dry_run, expect=3)
         assert out["error"] == {
             "code": "BK2",
-            "message": "refused [BK2]: the backup store holds no backup of B; nothing was changed",
+            "message": f"refused [BK2]: the backup store {rc.backups} holds no backup of B; nothing was changed",
             "hint": "replctl recover location B",
         }
     text = rc("recover", "location", "B", "--from-backup", "latest", expect=3)
@@ -1188,7 +1188,7 @@ def test_another_catalogs_backups_in_the_same_store_are_never_listed_counted_res
     latest = new.json("recover", "location", "B", "--from-backup", "latest", expect=3)["error"]
     assert latest == {
         "code": "BK2",
-        "message": "refused [BK2]: the backup store holds no backup of B; nothing was changed",
+        "message": f"refused [BK2]: the backup store {rc.backups} holds no backup of B; nothing was changed",
         "hint": "replctl recover location B",
     }
     old_b = next(b["id"] for b in old if b["location"] == "B")
