@@ -65,7 +65,8 @@ def check_root_text(text: str, where: str, *, code: str = "bad-option") -> None:
     """Refuse (exit 2) a root as given (`--store`, `--to`, store = ... in the config) that no store reads as
     the operator meant: an empty one, which a path would take for the working directory, and `file:` without
     `//` (`file:logs`), which the stores, reading a scheme only before `://`, would take for a folder
-    literally named `file:logs`. `where` names the setting in the message."""
+    literally named `file:logs`, and a file URI naming a host (`file://srv/logs`), whose host the stores
+    ignore. `where` names the setting in the message."""
     if not text.strip():
         raise InvalidInput(
             f"{where} is empty: it names no store",
@@ -79,6 +80,17 @@ def check_root_text(text: str, where: str, *, code: str = "bad-option") -> None:
             code=code,
             hint=f"give the path without file: ({path}), or file:///ABSOLUTE/PATH",
         )
+    if text[:7].lower() == "file://":
+        host = urlsplit(text).netloc
+        if host and host.lower() != "localhost":
+            # `file://srv/logs` reads as host `srv`, path `/logs`: the stores open the path (RFC 8089), so
+            # the logs would go to /logs, not to the srv/logs the operator most likely meant.
+            raise InvalidInput(
+                f"{where} {text!r} names the host {host!r}: replctl reads only local file URIs, and would "
+                f"open {unquote(urlsplit(text).path) or '/'} there",
+                code=code,
+                hint=f"give file:///ABSOLUTE/PATH (three slashes), or the path itself: {text[7:]}",
+            )
 
 
 def root_of(text: str) -> StoreRoot:

@@ -138,6 +138,12 @@ def test_an_unknown_backup_names_the_backup_store_it_was_looked_for_in(rc: Replc
             "--store 'file:logs/a' is not a file URI replctl reads: a file URI is file:///ABSOLUTE/PATH",
             "give the path without file: (logs/a), or file:///ABSOLUTE/PATH",
         ),
+        (
+            ["--store", "file://srv/logs"],
+            "--store 'file://srv/logs' names the host 'srv': replctl reads only local file URIs, and would "
+            "open /logs there",
+            "give file:///ABSOLUTE/PATH (three slashes), or the path itself: srv/logs",
+        ),
     ],
 )
 def test_an_empty_or_file_colon_store_is_refused_not_taken_for_a_folder(

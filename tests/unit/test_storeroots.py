@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replctl.storeroots import Overlap, StoreRoot, apart_from, overlap, root_of
+from replctl.errors import InvalidInput
+from replctl.storeroots import Overlap, StoreRoot, apart_from, check_root_text, overlap, root_of
 
 LAWS = settings(max_examples=50, deadline=None)
 
@@ -159,3 +160,18 @@ def test_normalising_a_written_root_again_changes_nothing(root: StoreRoot, slash
         root = StoreRoot("file", "", ("nonexistent-replctl-test", *root.segments))
     assert root_of(written) == root
     assert root_of(str(root_of(written))) == root_of(written)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/srv/logs", "logs", "file:///srv/logs", "file://localhost/srv/logs", "FILE:///x", "hdfs://nn/logs"],
+)
+def test_roots_the_stores_read_as_written_pass_the_text_check(text: str) -> None:
+    check_root_text(text, "--store")
+
+
+@pytest.mark.parametrize("text", ["", "  ", "file:logs", "file://srv/logs", "file://nn:8020/x"])
+def test_roots_the_stores_would_read_otherwise_than_written_are_refused(text: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        check_root_text(text, "--store")
+    assert refused.value.code == "bad-option"
