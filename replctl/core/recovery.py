@@ -43,6 +43,14 @@ def lost_from(segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileR
     return None
 
 
+def held_past(read: Mapping[str, Mapping[str, FileRead]], seq: int) -> bool:
+    """Whether the store still reads a row at or past `seq` (`read` as `lost_from` takes it). A gap found in
+    the middle of a log (a missing or damaged file with intact ones after it) counts as a suffix loss (DR0),
+    so the recovery would discard those intact rows: they need the same consent as a declared loss below
+    the gap (`services.loss.refuse_discard`)."""
+    return any(r.rows and r.seq_hi is not None and r.seq_hi >= seq for f in read.values() for r in f.values())
+
+
 def _first_lost(seg: Segment, files: Mapping[str, FileRead]) -> int | None:
     if seg.files is None or any(f.rows is None for f in seg.files):
         rows = sum(r.rows for r in files.values())

@@ -261,7 +261,7 @@ def _recover(
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
-    first_lost, found = _find_loss(engine, segments, declared)
+    first_lost, found, past = _find_loss(engine, segments, declared)
     # What the recovery reports lost is measured against these: A's clock and CVV before the loss, which a
     # resumed run reads from the run it resumes (A's CVV was already recomputed from the survivors).
     clock_before, cvv_before = before_loss(ctx, loc)
@@ -288,6 +288,7 @@ def _recover(
             segments,
             first_lost=first_lost,
             found=found,
+            past=past,
             manifests=manifests,
             doc=doc,
             accept_loss=accept_loss,
@@ -312,29 +313,34 @@ def _consent(
     *,
     first_lost: int,
     found: int | None,
+    past: bool,
     manifests: list[Manifest] | None,
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
     """Before anything changes, dry run and run alike: DR0's consent to discard intact events no other
-    location stores (a declared loss below the census's own first gap), and BK3's refusal to lose what A's
-    backup holds."""
+    location stores (a declared loss below the census's own first gap, and what the store still reads past
+    that gap: `past`), and BK3's refusal to lose what A's backup holds."""
     _refuse_older_store(engine.store, loc, found, accept_loss=accept_loss)
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
-        if first_lost != found:
+        if first_lost != found or past:
             # The declared cut lies below what the census found lost: from it up to the census's gap (or the
-            # end), the store still holds the events (a straddling segment counts whole).
-            cut = [s for s in segments if s.seq_hi >= first_lost and (found is None or s.seq_lo < found)]
+            # end), the store still holds the events (a straddling segment counts whole). Past a gap in the
+            # middle of the log (a file lost or damaged, intact ones after it), the store still holds events
+            # too, which the recovery discards with the rest of the suffix: a truncated file silently took
+            # intact later events of a location that alone stored them.
+            below = None if past else found
+            cut = [s for s in segments if s.seq_hi >= first_lost and (below is None or s.seq_lo < below)]
             loss.refuse_discard(
                 tx,
                 engine,
                 loc,
                 cut,
                 seq_from=first_lost,
-                seq_below=found,
+                seq_below=below,
                 how=how,
                 accept_loss=accept_loss,
                 doc=doc,
@@ -481,15 +487,18 @@ def _refuse_older_store(store: LogStore, loc: Location, found: int | None, *, ac
 
 def _find_loss(
     engine: DataPlane, segments: list[Segment], declared: int | None
-) -> tuple[int | None, int | None]:
+) -> tuple[int | None, int | None, bool]:
     """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
-    counts from its start: what follows it is not claimed as held); and what the census alone found."""
-    found = None
+    counts from its start: what follows it is not claimed as held); what the census alone found; and whether
+    the store still reads events past that gap (`core.recovery.held_past`)."""
+    found, past = None, False
     if segments:
-        found = dr.lost_from(segments, engine.census(segments))
+        read = engine.census(segments)
+        found = dr.lost_from(segments, read)
+        past = found is not None and dr.held_past(read, found)
     if declared is None:
-        return found, found
-    return (declared if found is None else min(declared, found)), found
+        return found, found, past
+    return (declared if found is None else min(declared, found)), found, past
 
 
 def _blocked_into(ctx: OperationContext, name: str) -> bool:

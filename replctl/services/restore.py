@@ -195,8 +195,12 @@ def _consent(
     name, how = loc.name, f" --from-backup {manifest.id}"
     # The census tells the intact part of A's log from what a disaster already took (DR0): only the
     # intact part is discarded by the restore's choice.
-    found = dr.lost_from(present, engine.census(present)) if present else None
-    cut = [s for s in present if s.seq_hi > manifest.last_seq and (found is None or s.seq_lo < found)]
+    read = engine.census(present) if present else {}
+    found = dr.lost_from(present, read) if present else None
+    # Past a gap in the middle of A's log the store still holds intact events, which the restore discards
+    # with the rest: they need the consent too (`core.recovery.held_past`).
+    below = None if found is not None and dr.held_past(read, found) else found
+    cut = [s for s in present if s.seq_hi > manifest.last_seq and (below is None or s.seq_lo < below)]
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
         loss.refuse_discard(
@@ -205,7 +209,7 @@ def _consent(
             loc,
             cut,
             seq_from=manifest.last_seq + 1,
-            seq_below=found,
+            seq_below=below,
             how=how,
             accept_loss=accept_loss,
             doc=doc,

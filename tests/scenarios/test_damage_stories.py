@@ -234,3 +234,64 @@ def test_a_connection_that_ran_after_the_recovery_no_longer_says_it_waits_for_on
     ]
     assert rc.keys("A") == ["a1", "a2"] and rc.keys("B") == ["a1", "a2"]
     assert rc("status").stdout.count("recover location") == 0
+
+
+def _damage_file(rc: Replctl, location: str, index: int, damage: str) -> None:
+    """Truncate or remove the data file of `location`'s `index`-th segment (in seq order)."""
+    folder = sorted((rc.store / location).glob("seg-*"))[index]
+    data = next(f for f in folder.iterdir() if f.suffix == ".parquet")
+    if damage == "truncated":
+        data.write_bytes(data.read_bytes()[:100])
+    else:
+        data.unlink()
+
+
+def _stored_bytes(rc: Replctl, location: str) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in (rc.store / location).rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing"])
+def test_intact_events_past_a_gap_in_the_middle_of_a_log_are_discarded_only_with_consent(
+    rc: Replctl, damage: str
+) -> None:
+    # DR0: a gap in the middle of A's log counts as a suffix loss, so the recovery discards the intact events
+    # after it. A alone stores a2 and a3: with a truncated a1 file the recovery removed them with exit 0.
+    rc("location", "add", "A")
+    for key in ("a1", "a2", "a3"):
+        rc.append("A", key)
+    _damage_file(rc, "A", 0, damage)
+    files, before = _stored_bytes(rc, "A"), rc.snapshot()
+    for dry_run in ([], ["--dry-run"]):
+        assert rc.json("recover", "location", "A", *dry_run, expect=3)["error"] == {
+            "code": "DR0",
+            "message": "refused [DR0]: recover location A would discard A:2..3, which A still stores intact "
+            "and no other location stores; nothing was changed",
+            "hint": "replctl recover location A --accept-loss",
+        }
+    assert _stored_bytes(rc, "A") == files and rc.snapshot() == before
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert done["discarded"] == {"A": [2, 3]}
+    assert rc.keys("A") == []
+
+
+def test_a_restore_asks_before_it_discards_intact_events_past_a_gap_after_the_backup(rc: Replctl) -> None:
+    # BK2 with DR0's consent: a1 is in the backup, a2's file is truncated, a3 is intact and only A stores it.
+    rc("location", "add", "A")
+    rc.append("A", "a1")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    rc.append("A", "a2")
+    rc.append("A", "a3")
+    _damage_file(rc, "A", 1, "truncated")
+    files, before = _stored_bytes(rc, "A"), rc.snapshot()
+    for dry_run in ([], ["--dry-run"]):
+        error = rc.json("recover", "location", "A", "--from-backup", made, *dry_run, expect=3)["error"]
+        assert error == {
+            "code": "DR0",
+            "message": f"refused [DR0]: recover location A --from-backup {made} would discard A:3, which A "
+            "still stores intact and no other location stores; nothing was changed",
+            "hint": f"replctl recover location A --from-backup {made} --accept-loss",
+        }
+    assert _stored_bytes(rc, "A") == files and rc.snapshot() == before
+    done = rc.json("recover", "location", "A", "--from-backup", made, "--accept-loss")
+    assert done["discarded"] == {"A": [3, 3]}
+    assert rc.keys("A") == ["a1"]
