@@ -34,12 +34,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
-from replctl.adapters.remotefiles import folder_digest, folder_files, remote_failure
+from replctl.adapters.remotefiles import folder_digest, folder_file_digests, folder_files, remote_failure
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
 from replctl.failpoints import hit
-from replctl.localfiles import digest, kind_of, sync_file, sync_folder, write_atomically
+from replctl.localfiles import (
+    combined_digest,
+    digest,
+    file_digests,
+    kind_of,
+    sync_file,
+    sync_folder,
+    write_atomically,
+)
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -266,6 +274,17 @@ class BackupStore:
             if self._fs is None:
                 return digest(self._segment(path))
             return self._remote_digest(f"segments/{path}")
+
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The digest of a held segment copy (as `segment_digest`) and each of its files' sha256 (relative
+        name -> hex), from one read; None when it is missing."""
+        with _failing(f"cannot read the backup copy of {path}"):
+            if self._fs is None:
+                folder = self._segment(path)
+                files = file_digests(folder) if folder.is_dir() else None
+            else:
+                files = folder_file_digests(self._fs, self._remote("segments", path))
+        return None if files is None else (combined_digest(files), files)
 
     def segment_bytes(self, path: str) -> int:
         """The bytes of a held segment copy's files (0 when there is none), from the same listing as

@@ -546,6 +546,11 @@ class BackupStore(Protocol):
         """The digest of a held segment copy (as `copy_in` returns it), None when it is missing."""
         ...
 
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The digest of a held segment copy (as `segment_digest`) and the sha256 of each of its files
+        (relative name -> hex), from one read of every byte; None when it is missing."""
+        ...
+
     def segment_sizes(self, path: str) -> dict[str, int] | None:
         """The files of a held segment copy (relative name -> size), from a listing: no byte is read; None
         when the copy is missing. What `backup create` checks a copy by before it reuses it (BK1)."""
