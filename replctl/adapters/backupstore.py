@@ -230,22 +230,26 @@ class BackupStore:
 
     def remove_set_aside(self, location: str) -> list[str]:
         """Remove the damaged copies of `location`'s segments that a recopy set aside (`_set_aside`) and a crash
-        left behind; returns their folder names. They are no copy of anything: no manifest names them, and
-        nothing lists or counts them. Another catalog's recopy sharing the store removes its own with errors
-        ignored, so removing one under it is harmless. Remote: none is ever set aside (a whole copy replaces
-        a damaged one in place)."""
+        left behind; returns the folder names it removed. They are no copy of anything: no manifest names
+        them, and nothing lists or counts them. Best effort, errors ignored: leftover junk that cannot be
+        removed (permissions, a busy file) must not fail the backup or prune that tidies it (their dry runs
+        say they would work); the next one tries again. Another catalog's recopy sharing the store removes its
+        own with errors ignored, so removing one under it is harmless. Remote: none is ever set aside (a whole
+        copy replaces a damaged one in place)."""
         if self._fs is not None:
             return []
         holder = self.root.joinpath("segments", *location.split("/"))
-        with _failing(f"cannot remove the damaged copies set aside in {holder}"):
-            found = sorted(
-                entry.name
-                for entry in (holder.iterdir() if holder.is_dir() else ())
-                if entry.name.startswith(".") and entry.name.endswith(_ASIDE_SUFFIX) and entry.is_dir()
-            )
-            for name in found:
-                shutil.rmtree(holder / name)
-        return found
+        try:
+            entries = sorted(holder.iterdir()) if holder.is_dir() else []
+        except OSError:
+            return []
+        removed = []
+        for entry in entries:
+            if entry.name.startswith(".") and entry.name.endswith(_ASIDE_SUFFIX) and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                if not entry.exists():
+                    removed.append(entry.name)
+        return removed
 
     def _copy_recorded(self, source: Path, relative: str, recorded: SegmentFile) -> int:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""

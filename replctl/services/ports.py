@@ -562,7 +562,8 @@ class BackupStore(Protocol):
 
     def remove_set_aside(self, location: str) -> list[str]:
         """Remove what a recopy (`copy_in` over a damaged copy) that died left of the damaged copy it was
-        replacing under `location`: no copy of anything, never listed or counted; returns what it removed."""
+        replacing under `location`: no copy of anything, never listed or counted; returns what it removed.
+        Best effort: what cannot be removed stays for the next call, and nothing is raised."""
         ...
 
     def copy_in(
