@@ -11,6 +11,7 @@ import hashlib
 import os
 import stat
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from replctl.errors import InvalidInput
@@ -43,14 +44,28 @@ def digest(path: Path) -> str | None:
     """The sha256 (hex) of a file, or of a folder's files by relative path and content (a Parquet dataset);
     None when nothing is there. OSError propagates: the caller says what could not be read and why."""
     if path.is_dir():
-        whole = hashlib.sha256()
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            whole.update(file.relative_to(path).as_posix().encode() + b"\0")
-            whole.update(file_digest(file).encode() + b"\n")
-        return whole.hexdigest()
+        return combined_digest(file_digests(path))
     if path.is_file():
         return file_digest(path)
     return None
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """The sha256 (hex) of each file under `folder`, by path relative to it, sorted; OSError propagates."""
+    return {
+        file.relative_to(folder).as_posix(): file_digest(file)
+        for file in sorted(p for p in folder.rglob("*") if p.is_file())
+    }
+
+
+def combined_digest(files: Mapping[str, str]) -> str:
+    """A folder's digest from its files' (`file_digests`): relative path and sha256 of each file, sorted by
+    path; what `digest` takes of a local folder and `adapters.remotefiles` of a remote one."""
+    whole = hashlib.sha256()
+    for name in sorted(files):
+        whole.update(name.encode() + b"\0")
+        whole.update(files[name].encode() + b"\n")
+    return whole.hexdigest()
 
 
 def size(path: Path) -> int | None:

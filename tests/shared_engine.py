@@ -12,24 +12,31 @@ from replctl.adapters.logstore import LogStore
 from replctl.config import Settings
 
 
+def bare_settings(*, db: str, store: str, home: Path, **settings: Any) -> Settings:
+    """The settings of a bare command (no configuration file, no options) on catalog `db` and store `store`;
+    `settings` override the rest."""
+    base = Settings(
+        db=db,
+        store=store,
+        backup_store="",
+        spark_master="local[2]",
+        spark_remote=None,
+        spark_conf=(),
+        output="text",
+        file_mode=0o600,
+        home=home,
+        config_path=None,
+    )
+    return replace(base, **settings)
+
+
 class SharedSessionEngine(Engine):
     """`Engine` whose jobs run on `session`; `settings` override the defaults of a bare command (e.g.
     `local_limit=0` to run every job on Spark)."""
 
     def __init__(self, store: LogStore, session: Any, home: Path, **settings: Any) -> None:
-        base = Settings(
-            db="",
-            store=str(store.root),
-            backup_store="",
-            spark_master="local[2]",
-            spark_remote=None,
-            spark_conf=(),
-            output="text",
-            file_mode=0o600,
-            home=home,  # unused: the session is given
-            config_path=None,
-        )
-        super().__init__(store, replace(base, **settings))
+        # `home` unused: the session is given.
+        super().__init__(store, bare_settings(db="", store=str(store.root), home=home, **settings))
         self._session = session
 
     def spark(self) -> Any:

@@ -34,12 +34,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 from replctl.adapters.logstore import LogStore, arrow_uri
-from replctl.adapters.remotefiles import folder_digest, folder_files, remote_failure
+from replctl.adapters.remotefiles import folder_digest, folder_file_digests, folder_files, remote_failure
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
 from replctl.failpoints import hit
-from replctl.localfiles import digest, kind_of, sync_file, sync_folder, write_atomically
+from replctl.localfiles import (
+    combined_digest,
+    digest,
+    file_digests,
+    kind_of,
+    sync_file,
+    sync_folder,
+    write_atomically,
+)
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -222,22 +230,26 @@ class BackupStore:
 
     def remove_set_aside(self, location: str) -> list[str]:
         """Remove the damaged copies of `location`'s segments that a recopy set aside (`_set_aside`) and a crash
-        left behind; returns their folder names. They are no copy of anything: no manifest names them, and
-        nothing lists or counts them. Another catalog's recopy sharing the store removes its own with errors
-        ignored, so removing one under it is harmless. Remote: none is ever set aside (a whole copy replaces
-        a damaged one in place)."""
+        left behind; returns the folder names it removed. They are no copy of anything: no manifest names
+        them, and nothing lists or counts them. Best effort, errors ignored: leftover junk that cannot be
+        removed (permissions, a busy file) must not fail the backup or prune that tidies it (their dry runs
+        say they would work); the next one tries again. Another catalog's recopy sharing the store removes its
+        own with errors ignored, so removing one under it is harmless. Remote: none is ever set aside (a whole
+        copy replaces a damaged one in place)."""
         if self._fs is not None:
             return []
         holder = self.root.joinpath("segments", *location.split("/"))
-        with _failing(f"cannot remove the damaged copies set aside in {holder}"):
-            found = sorted(
-                entry.name
-                for entry in (holder.iterdir() if holder.is_dir() else ())
-                if entry.name.startswith(".") and entry.name.endswith(_ASIDE_SUFFIX) and entry.is_dir()
-            )
-            for name in found:
-                shutil.rmtree(holder / name)
-        return found
+        try:
+            entries = sorted(holder.iterdir()) if holder.is_dir() else []
+        except OSError:
+            return []
+        removed = []
+        for entry in entries:
+            if entry.name.startswith(".") and entry.name.endswith(_ASIDE_SUFFIX) and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                if not entry.exists():
+                    removed.append(entry.name)
+        return removed
 
     def _copy_recorded(self, source: Path, relative: str, recorded: SegmentFile) -> int:
         """Kernel copy of one local file into the (local) store; its size must be the one recorded at write."""
@@ -266,6 +278,17 @@ class BackupStore:
             if self._fs is None:
                 return digest(self._segment(path))
             return self._remote_digest(f"segments/{path}")
+
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The digest of a held segment copy (as `segment_digest`) and each of its files' sha256 (relative
+        name -> hex), from one read; None when it is missing."""
+        with _failing(f"cannot read the backup copy of {path}"):
+            if self._fs is None:
+                folder = self._segment(path)
+                files = file_digests(folder) if folder.is_dir() else None
+            else:
+                files = folder_file_digests(self._fs, self._remote("segments", path))
+        return None if files is None else (combined_digest(files), files)
 
     def segment_bytes(self, path: str) -> int:
         """The bytes of a held segment copy's files (0 when there is none), from the same listing as

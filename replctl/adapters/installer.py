@@ -8,7 +8,6 @@ Only `init` creates anything; `db upgrade` and `db current` work on a catalog th
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -32,19 +31,22 @@ from replctl.localfiles import make_folders
 from replctl.masking import mask_url
 
 
-def _first_missing(path: Path) -> Path | None:
-    """The topmost of `path` and its folders that is not there (creating `path` creates it), or None."""
-    return next((p for p in reversed((path, *path.parents)) if not os.path.lexists(p)), None)
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those above it that are not there (creating `folder` creates them), deepest first."""
+    return [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
 
 
-def _remove(path: Path) -> None:
-    """Remove a file or folder this `init` created; one already gone (an outer folder removed first) is
-    fine, and one that cannot be removed stays (the command's own error is the one to report)."""
-    with suppress(OSError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
+def undo_creation(files: list[Path], folders: list[Path]) -> None:
+    """Remove what a failed `init` created: the `files` it made, then the `folders`, deepest first, each
+    only if empty. Anything another process put there meanwhile stays, and so do the folders holding it; a
+    file already gone is fine, and one that cannot be removed stays (the command's own error is the one to
+    report)."""
+    for file in files:
+        with suppress(OSError):
+            file.unlink(missing_ok=True)
+    for folder in sorted(set(folders), key=lambda p: len(p.parts), reverse=True):
+        with suppress(OSError):  # not empty: someone else's now
+            folder.rmdir()
 
 
 class Installer:
@@ -89,7 +91,8 @@ class Installer:
     @contextmanager
     def undone_on_failure(self) -> Iterator[None]:
         """Remove what the block created when it fails: the SQLite catalog (and its side files) and the local
-        store's root and marker that were not there before, each from the topmost folder it had to create.
+        store's marker that were not there before, then the folders it had to create for them, deepest first,
+        each only if empty (`undo_creation`): a file another process put in one meanwhile is not this init's.
 
         A failed `init` (a store that belongs to another catalog, an unreachable server, a bad setting found
         late) then leaves the operator's folders exactly as they were: no empty catalog that a later command
@@ -97,25 +100,27 @@ class Installer:
         catalog that was there keeps its side files (another process may have it open), a store folder
         that was there keeps whatever it holds.
         """
-        places = self._local_store_places()
+        store = self._local_store_root()
+        files = [] if store is None else [store / MARKER_NAME]
+        folders = [] if store is None else _missing_folders(store.absolute())
         catalog = sqlite_path(parse_url(self.settings.db))
         if catalog is not None and not os.path.lexists(catalog):
-            places += [Path(f"{catalog}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
-        created = {top for place in places if (top := _first_missing(place.absolute()))}
+            files += [Path(f"{catalog}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+            folders += _missing_folders(catalog.absolute().parent)
+        # Only what was not there: a marker or catalog that was keeps its file.
+        files = [f.absolute() for f in files if not os.path.lexists(f)]
         try:
             yield
         except BaseException:
-            for top in sorted(created, key=lambda p: len(p.parts)):
-                _remove(top)
+            undo_creation(files, folders)
             raise
 
-    def _local_store_places(self) -> list[Path]:
-        """The root of a local store and its marker (nothing for a remote store: its own tools made it)."""
+    def _local_store_root(self) -> Path | None:
+        """The root folder of a local store (None for a remote store: its own tools made it)."""
         store = LogStore(self.settings.store)
         if not store.is_local:
-            return []
-        marker = store.local_path(MARKER_NAME)
-        return [marker.parent, marker]
+            return None
+        return store.local_path(MARKER_NAME).parent
 
     def check_catalog_exists(self) -> None:
         """Refuse (exit 6) a catalog that is not there (or a folder where the SQLite file should be)."""

@@ -62,6 +62,10 @@ class LogBackups:
         """The digest of a held segment copy, None when it is missing."""
         return self.backups.segment_digest(path)
 
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The digest of a held segment copy and each of its files', None when it is missing."""
+        return self.backups.segment_digests(path)
+
     def segment_sizes(self, path: str) -> dict[str, int] | None:
         """The files of a held segment copy and their sizes, None when it is missing."""
         return self.backups.segment_sizes(path)

@@ -11,6 +11,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from replctl.errors import EnvironmentFailure
+from replctl.localfiles import combined_digest
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -67,17 +68,23 @@ def folder_files(
 
 def folder_digest(fs: pafs.FileSystem, base: str) -> str | None:
     """The digest of the folder `base` as `localfiles.digest` takes it; None when nothing is there."""
+    files = folder_file_digests(fs, base)
+    return None if files is None else combined_digest(files)
+
+
+def folder_file_digests(fs: pafs.FileSystem, base: str) -> dict[str, str] | None:
+    """The sha256 of each file under the folder `base`, by path relative to it (`localfiles.file_digests`);
+    None when nothing is there."""
     import pyarrow.fs as pafs
 
     files = folder_files(fs, base)
     if not files and fs.get_file_info(base).type == pafs.FileType.NotFound:
         return None
-    whole = hashlib.sha256()
+    found = {}
     for name, _ in files:
         sha = hashlib.sha256()
         with fs.open_input_stream(f"{base.rstrip('/')}/{name}") as src:
             while chunk := src.read(_CHUNK):
                 sha.update(chunk)
-        whole.update(name.encode() + b"\0")
-        whole.update(sha.hexdigest().encode() + b"\n")
-    return whole.hexdigest()
+        found[name] = sha.hexdigest()
+    return found

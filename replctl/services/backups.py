@@ -205,14 +205,21 @@ def _plan(
         elif backups.has_segment(seg.path):
             # No backup of this catalog lists the copy: one that died before its manifest left it, or another
             # catalog's backup lists it (segment names are random per segment, so the same name is the very
-            # segment file, from a log store both catalogs' logs came from). Kept, and read for its own digest,
-            # when whole by the segment's own row; once this backup's manifest names it, neither catalog's
-            # prune removes it (`core.backups.prune`'s `others`). Copied again only when it is not whole: then
-            # it serves no backup whole, and the whole segment file repairs it for the other catalog too.
+            # segment file, from a log store both catalogs' logs came from). Kept when whole by the segment's
+            # own row, its sizes and, read now, each file's sha256 where the row records it: no manifest of
+            # this catalog vouches for its bytes, and one whose bytes rotted at its size was kept under its own
+            # digest, vouched for. The dry run reads it as the run does (a held copy is rare: a crash, another
+            # catalog). Once this backup's manifest names it, neither catalog's prune removes it
+            # (`core.backups.prune`'s `others`). Copied again when it is not whole: then it serves no backup
+            # whole, and the whole segment file repairs it for the other catalog too.
             expected = _data_bytes(store, seg)
             row = bk.BackupSegment(seg.path, seg.seq_lo, seg.seq_hi, seg.count, seg.vt_lub, expected, "")
             whole = bk.copy_damage(row, backups.segment_sizes(seg.path), seg.files) is None
-            planned.append(_PlannedSegment(seg, HELD if whole else RECOPY, expected))
+            held = _held(backups, seg) if whole else None
+            if held is None:
+                planned.append(_PlannedSegment(seg, RECOPY, expected))
+            else:
+                planned.append(_PlannedSegment(seg, HELD, *held))
         else:
             planned.append(_PlannedSegment(seg, COPY, _data_bytes(store, seg)))
     return planned
@@ -240,7 +247,7 @@ def _summary(loc: Location, planned: list[_PlannedSegment], manifest: bk.Manifes
     fresh = {
         "copied": [p.segment.path for p in copied],
         "bytes_copied": sum(p.bytes for p in copied),
-        # Of `copied`, those whose earlier copy was missing or of another size (a backup listed it, or it was there).
+        # Of `copied`, those whose earlier copy was missing, of another size, or (a held copy) of other bytes.
         "segments_recopied": sum(1 for p in copied if p.source == RECOPY),
     }
     if manifest is None:
@@ -322,9 +329,7 @@ def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_Planned
     def copy(p: _PlannedSegment) -> tuple[int, str]:
         if p.source in _COPIED:
             return backups.copy_in(p.segment.path, p.segment.file_names, recorded=p.segment.files)
-        if p.source == HELD:
-            return _held(backups, p.segment.path)
-        return p.bytes, p.digest or ""
+        return p.bytes, p.digest or ""  # reused, or held: read when planned
 
     with ThreadPoolExecutor(max_workers=_COPIERS) as pool:
         # Copying, digesting and fsyncing release the GIL: segments are copied side by side (`_COPIERS`). An
@@ -381,11 +386,16 @@ def _manifest(loc: Location, version: int, done: list[_PlannedSegment], reason: 
     )
 
 
-def _held(backups: BackupStore, path: str) -> tuple[int, str]:
-    sha = backups.segment_digest(path)
-    if sha is None:
-        raise EnvironmentFailure(f"the backup copy of {path} vanished", code="backup-store")
-    return backups.segment_bytes(path), sha
+def _held(backups: BackupStore, seg: Segment) -> tuple[int, str] | None:
+    """The bytes and digest of a held copy of `seg` whose files hold the sha256 its row records, where it
+    records one (BK1); None when one differs, or the copy went meanwhile: it is copied again."""
+    read = backups.segment_digests(seg.path)
+    if read is None:
+        return None
+    sha, files = read
+    if any(f.sha256 is not None and files.get(f.name) != f.sha256 for f in seg.files or ()):
+        return None
+    return backups.segment_bytes(seg.path), sha
 
 
 def _who() -> str:

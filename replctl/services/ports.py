@@ -546,6 +546,11 @@ class BackupStore(Protocol):
         """The digest of a held segment copy (as `copy_in` returns it), None when it is missing."""
         ...
 
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The digest of a held segment copy (as `segment_digest`) and the sha256 of each of its files
+        (relative name -> hex), from one read of every byte; None when it is missing."""
+        ...
+
     def segment_sizes(self, path: str) -> dict[str, int] | None:
         """The files of a held segment copy (relative name -> size), from a listing: no byte is read; None
         when the copy is missing. What `backup create` checks a copy by before it reuses it (BK1)."""
@@ -557,7 +562,8 @@ class BackupStore(Protocol):
 
     def remove_set_aside(self, location: str) -> list[str]:
         """Remove what a recopy (`copy_in` over a damaged copy) that died left of the damaged copy it was
-        replacing under `location`: no copy of anything, never listed or counted; returns what it removed."""
+        replacing under `location`: no copy of anything, never listed or counted; returns what it removed.
+        Best effort: what cannot be removed stays for the next call, and nothing is raised."""
         ...
 
     def copy_in(

@@ -35,6 +35,7 @@ from replctl.core.topology import TopologyState
 from replctl.core.topology_rules import admission_projection
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
+from replctl.services.damage import refuse_damaged
 from replctl.services.lookup import get_location
 from replctl.services.operations import (
     TOPOLOGY,
@@ -369,6 +370,10 @@ def _read_for_retire(
         locations = tx.locations()
         elsewhere = [s for x in locations if x.name != name and not x.retired for s in tx.segments(x.name)]
         mine = tx.segments(name)
+    # DR0: a damaged log is neither read nor decided on. The scan reads only the files still there, so a
+    # truncated or missing segment would count as holding nothing and its events, stored only here, would go
+    # with the retirement; the dry run refuses as the run does.
+    refuse_damaged(engine.store, name, mine)
     # Every origin: a relay, or the last holder of events their origin deleted (DEL3 counted on it) or whose
     # origin retired, strands them as surely as its own.
     unheld = engine.unheld(mine, seq_from=0, seq_below=None, elsewhere=elsewhere) if mine else {}

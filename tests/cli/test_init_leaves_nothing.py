@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 from clitool import Replctl
+from shared_engine import bare_settings
+
+from replctl.adapters.installer import Installer
+from replctl.adapters.logstore.marker import MARKER_NAME
 
 MEMORY_HINT = "name a file: sqlite:///PATH (relative) or sqlite:////PATH (absolute)"
 
@@ -103,3 +107,21 @@ def test_a_store_folder_that_was_there_keeps_what_it_held_and_gets_no_marker(
 def test_a_successful_init_still_makes_the_catalog_and_the_store(rc: Replctl, tmp_path: Path) -> None:
     rc("init")
     assert {"home/catalog.db", "home/logs", "home/logs/replctl-store.json"} <= files(tmp_path).keys()
+
+
+def test_a_failed_init_leaves_what_another_process_put_in_a_folder_it_created(tmp_path: Path) -> None:
+    # The clean-up removed each folder it had created with everything in it, a file another process put there
+    # while init ran included. It removes its own files, then its folders only when empty.
+    new = tmp_path / "new"
+    catalog = new / "db" / "catalog.db"
+    store = new / "logs"
+    settings = bare_settings(db=f"sqlite:///{catalog}", store=str(store), home=tmp_path / "home")
+    installer = Installer(settings)
+    with pytest.raises(RuntimeError), installer.undone_on_failure():
+        installer.create_catalog_file()
+        Path(f"{catalog}-wal").write_bytes(b"wal")  # as SQLite makes it
+        installer.create_store_root()
+        (store / MARKER_NAME).write_text("{}")
+        (store / "notes.txt").write_text("another process's\n")
+        raise RuntimeError("init failed late")
+    assert files(tmp_path) == {"new": None, "new/logs": None, "new/logs/notes.txt": b"another process's\n"}

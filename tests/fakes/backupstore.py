@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fakes.dataplane import FakeDataPlane, FakeStore
+from fakes.dataplane import DATA_FILE, FakeDataPlane, FakeStore
 from replctl.core.backups import Manifest, age_order
 from replctl.core.model import SegmentFile
 from replctl.errors import EnvironmentFailure
@@ -61,6 +61,11 @@ class FakeBackupStore:
     def segment_digest(self, path: str) -> str | None:
         """The digest of the held copy's rows, None when it is missing."""
         return self.held.segment_digest(path)
+
+    def segment_digests(self, path: str) -> tuple[str, dict[str, str]] | None:
+        """The held copy's digest, its one data file's the same; None when it is missing."""
+        digest = self.held.segment_digest(path)
+        return None if digest is None else (digest, {DATA_FILE: digest})
 
     def segment_sizes(self, path: str) -> dict[str, int] | None:
         """The copy's one data file and its row count (the fake's size), None when it is missing."""

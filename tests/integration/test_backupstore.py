@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
+from unremovable import unremovable
 
 from replctl.adapters.backupstore import BackupStore
 from replctl.adapters.logstore import LogStore
@@ -227,3 +228,19 @@ def test_a_manifest_is_written_one_key_and_one_segment_per_line(tmp_path: Path, 
     ]
     assert ' "cvv": {"A": 3},' in lines and ' "id": "A-20260101T000000Z-aaaaaa",' in lines
     assert backups.manifest(made.id) == made
+
+
+def test_removing_the_copies_set_aside_is_best_effort(tmp_path: Path) -> None:
+    # A failure to remove leftover junk raised through `_failing` (exit 6) at the start of `backup create` and
+    # in prune, though their dry runs said they would work.
+    backups = BackupStore(tmp_path / "backups")
+    holder = tmp_path / "backups" / "segments" / "A"
+    stuck = holder / ".seg-0000000000000000001-0123abcd.aaaaaaaa.damaged"
+    gone = holder / ".seg-0000000000000000002-0123abcd.bbbbbbbb.damaged"
+    gone.mkdir(parents=True)
+    (gone / "part-00000.parquet").write_bytes(b"junk")
+    with unremovable(stuck):
+        assert backups.remove_set_aside("A") == [gone.name]
+        assert stuck.is_dir() and not gone.exists()
+    assert backups.remove_set_aside("A") == [stuck.name]  # the next one tries again
+    assert list(holder.iterdir()) == []

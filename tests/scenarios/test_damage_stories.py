@@ -295,3 +295,43 @@ def test_a_restore_asks_before_it_discards_intact_events_past_a_gap_after_the_ba
     done = rc.json("recover", "location", "A", "--from-backup", made, "--accept-loss")
     assert done["discarded"] == {"A": [3, 3]}
     assert rc.keys("A") == ["a1"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "removed"])
+def test_retiring_a_location_whose_log_is_damaged_is_refused_in_the_dry_run_as_in_the_run(
+    rc: Replctl, damage: str
+) -> None:
+    # RET1's scan read A's log through the files still there: a2's segment, truncated or removed, counted as
+    # holding nothing, so A retired (exit 0) and a2, stored only at A, was gone with it. DR0: a damaged log
+    # is neither read nor decided on.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "a1")
+    rc("replicate")
+    rc.append("A", "a2")
+    rc("topology", "remove", "A", "B")
+    segment = rc.json("location", "show", "A")["segments"][-1]
+    [data] = (rc.store / segment["path"]).glob("part-*.parquet")
+    reason = {"truncated": "files differ", "removed": "missing"}[damage]
+    if damage == "truncated":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    else:
+        data.unlink()
+    damaged = data.read_bytes() if data.exists() else None
+    before = rc.snapshot()
+    shown = rc.json("location", "show", "A")
+    for dry in (["--dry-run"], []):
+        refused = rc.json("location", "retire", "A", *dry, expect=4)["error"]
+        assert refused == {
+            "code": "damaged",
+            "message": "A's log is damaged: 1 catalogued segment(s) from seq 2 on are missing from the store or "
+            f"differ from their catalog rows ({reason} at {segment['path']}); it is neither read nor written "
+            "until it is recovered (DR0)",
+            "hint": "replctl recover location A",
+        }
+        assert rc("location", "retire", "A", *dry, expect=None).code == 4  # the text run alike
+        assert rc.snapshot() == before
+    assert rc.json("location", "show", "A") == shown  # the log's segments as they were
+    assert rc.location("A")["state"] == "damaged"
+    assert (data.read_bytes() if data.exists() else None) == damaged

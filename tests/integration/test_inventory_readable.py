@@ -1,0 +1,95 @@
+"""Which unreadable segment files count as damage (DR0) on real files: only invalid Parquet (truncated,
+overwritten) and a file gone meanwhile; any other read failure says nothing about the bytes and is an
+environment failure (exit 6), never a reason to drop the file from what a log holds."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore.inventory import held, readable
+from replctl.core.model import Segment, SegmentFile
+from replctl.errors import EnvironmentFailure
+
+DATA = "part-00000-x.snappy.parquet"
+
+
+def parquet(path: Path) -> bytes:
+    """Write a small real Parquet file at `path`; its bytes."""
+    pq.write_table(pa.table({"seq": [1, 2, 3]}), path)
+    return path.read_bytes()
+
+
+def test_a_whole_file_reads_a_truncated_or_vanished_one_is_damage(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.parquet"
+    content = parquet(whole)
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(content[: len(content) // 2])
+    assert readable(whole) is True
+    assert readable(truncated) is False
+    assert readable(tmp_path / "gone.parquet") is False
+
+
+def _refused(path: Path) -> EnvironmentFailure:
+    with pytest.raises(EnvironmentFailure) as raised:
+        readable(path)
+    return raised.value
+
+
+def test_a_file_that_cannot_be_opened_is_an_environment_failure_not_damage(tmp_path: Path) -> None:
+    # Before, every read error (a folder in its place, permissions, EIO, EMFILE) counted as damage.
+    folder = tmp_path / "folder.parquet"
+    folder.mkdir()
+    error = _refused(folder)
+    assert (error.exit_code, error.code) == (6, "store")
+    assert error.message.startswith(f"cannot read the segment file {folder}: ")
+    assert error.hint == (
+        "check the file's permissions, the disk holding the store and the open-file limit (ulimit -n), then re-run"
+    )
+
+
+def test_a_file_with_an_encrypted_footer_is_an_environment_failure_not_damage(tmp_path: Path) -> None:
+    # Parquet with an encrypted footer (magic PARE) is valid Parquet pyarrow reads only with its keys.
+    path = tmp_path / "encrypted.parquet"
+    content = parquet(path)
+    path.write_bytes(content[:-4] + b"PARE")
+    error = _refused(path)
+    assert (error.exit_code, error.code) == (6, "store")
+    assert error.message.startswith(f"cannot read the segment file {path}: ")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000 anyway")
+def test_a_file_without_read_permission_is_an_environment_failure_not_damage(tmp_path: Path) -> None:
+    path = tmp_path / "locked.parquet"
+    parquet(path)
+    path.chmod(0)
+    try:
+        error = _refused(path)
+    finally:
+        path.chmod(0o600)
+    assert (error.exit_code, error.code) == (6, "store")
+    assert error.message.startswith(f"cannot read the segment file {path}: ")
+
+
+def test_held_drops_a_truncated_file_and_fails_on_one_it_cannot_open(tmp_path: Path) -> None:
+    store = LogStore(tmp_path / "logs")
+    path = "B/seg-0000000000000000001-00000001"
+    folder = store.local_path(path)
+    folder.mkdir(parents=True)
+    content = parquet(folder / DATA)
+    row = Segment(
+        id=1, location="B", path=path, seq_lo=1, seq_hi=3, count=3, files=(SegmentFile(DATA, len(content)),)
+    )
+    assert held(store, row) == row
+    (folder / DATA).write_bytes(content[:-4] + b"PARE")  # same size: not read, its row stands
+    assert held(store, row) == row
+    (folder / DATA).write_bytes(content[:-8] + b"PARE")  # another size, and no longer readable here
+    with pytest.raises(EnvironmentFailure):
+        held(store, row)
+    (folder / DATA).write_bytes(content[: len(content) // 2])  # truncated: lost (DR0)
+    assert held(store, row) is None
