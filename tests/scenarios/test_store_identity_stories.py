@@ -73,7 +73,12 @@ def test_another_catalogs_store_is_refused_by_init_and_by_every_store_command(tm
         f"the store at file://{first.store} belongs to another catalog "
         f"(its marker names catalog {marker['catalog_id']})"
     )
-    # The second catalog was migrated before the store was checked: its store commands stay refused.
+    # A refused init leaves nothing behind: no catalog that a later command would take for a made one.
+    assert not (tmp_path / "two" / "catalog.db").exists()
+    # A catalog made with a store of its own and then pointed at the other's: its store commands are refused.
+    second.env["REPLCTL_STORE"] = str(tmp_path / "two-store")
+    second("init")
+    second.env["REPLCTL_STORE"] = str(first.store)
     second("location", "add", "P")
     assert second.json("log", "show", "P", expect=6)["error"]["code"] == "store-foreign"
     assert first.keys("P") == ["p1"]
