@@ -52,7 +52,13 @@ def apply(
         recorded = plans.read_plan(file)
         argv, reason = _split_reason(recorded, app.reason)
         # The absolute path: the journal is read from other hosts and folders (`replctl ops show`).
-        applied = plans.AppliedPlan(str(file.resolve()), recorded.sha256, recorded.plan.catalog_version)
+        applied = plans.AppliedPlan(
+            str(file.resolve()),
+            recorded.sha256,
+            recorded.plan.catalog_version,
+            inputs=tuple(recorded.plan.inputs),
+            remake=plans.remake_hint(recorded),
+        )
         try:
             return _apply(app, recorded, argv, reason, applied)
         except Refused as refusal:

@@ -29,9 +29,10 @@ from replctl.core.retirement import clocks
 from replctl.core.vectortime import VectorTime
 from replctl.errors import DamagedLog, EnvironmentFailure, InvalidInput, Refused
 from replctl.failpoints import hit
+from replctl.services import plans
 from replctl.services.damage import find_damage, refuse_unwritable
 from replctl.services.lookup import get_location
-from replctl.services.operations import OperationContext, location_resource, operation
+from replctl.services.operations import OperationContext, applied_plan, location_resource, operation
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane, EventFiles
 
 
@@ -104,7 +105,10 @@ def read_source(
             raise InvalidInput(what, code="bad-file")
         if file.suffix != ".jsonl":
             raise InvalidInput(f"{file}: expected a .jsonl or .parquet file", code="bad-file")
-        return AppendSource(events=tuple(parse_jsonl(file.read_bytes(), file.name, max_payload_bytes)))
+        data = file.read_bytes()
+        # Under `replctl apply`: the bytes parsed are the plan's, not only the ones checked before the command.
+        plans.check_read(applied_plan(), "--file", file, data)
+        return AppendSource(events=tuple(parse_jsonl(data, file.name, max_payload_bytes)))
     return AppendSource(
         events=tuple(
             parse_event_text(t, f"--event #{i}", max_payload_bytes) for i, t in enumerate(event_texts, 1)

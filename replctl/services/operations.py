@@ -164,6 +164,12 @@ def applying(plan: AppliedPlan) -> Iterator[None]:
         _PLAN_MODE.reset(token)
 
 
+def applied_plan() -> AppliedPlan | None:
+    """The reviewed plan this context executes (`replctl apply`), None outside one."""
+    mode = _PLAN_MODE.get()
+    return mode.applied if mode is not None else None
+
+
 def _check_plan_version(ctx: OperationContext, mode: _PlanMode) -> None:
     """Refuse a stale plan once the leases are held; later operations of the same command run unchecked,
     since the version moved by the first one's own commits."""

@@ -112,6 +112,9 @@ class AppliedPlan:
     file: str
     sha256: str
     catalog_version: int
+    # The input files the plan was made from: what the command reads must be what the plan was made from.
+    inputs: tuple[InputDigest, ...] = ()
+    remake: str | None = None  # `remake_hint` of the plan file
 
     def journal_args(self) -> dict[str, Any]:
         """What the operation's journal row records about the plan (`replctl ops show`)."""
@@ -286,6 +289,26 @@ def check_inputs_unchanged(recorded: PlanFile) -> None:
     read it (and refuse a missing one as bad input, exit 2)."""
     check_recorded_inputs(recorded)
     check_inputs(recorded, [input_digest(i.option, Path(i.path)) for i in recorded.plan.inputs])
+
+
+def check_read(applied: AppliedPlan | None, option: str, path: Path, data: bytes) -> None:
+    """Refuse (exit 3, stale) the bytes a command read from an input file of the plan it executes when they
+    are not the bytes the plan was made from. `apply` checks the files right before the command runs
+    (`check_inputs`); a file replaced after that check and before the command read it was appended unchecked.
+    Outside `replctl apply` (`applied` None), or for a file the plan does not record, it checks nothing."""
+    if applied is None:
+        return
+    where = str(path.absolute())
+    for was in applied.inputs:
+        if (was.option, was.path) != (option, where):
+            continue
+        if (was.sha256, was.bytes) != (hashlib.sha256(data).hexdigest(), len(data)):
+            raise Refused(
+                f"the input {where} ({option}) changed since the plan was made; nothing was appended; make the "
+                "plan again",
+                code=STALE_PLAN,
+                hint=applied.remake or "make the plan again with --plan-out",
+            )
 
 
 def check_inputs(recorded: PlanFile, current: Sequence[InputDigest]) -> None:

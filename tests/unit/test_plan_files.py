@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replctl.errors import InvalidInput
+from replctl.errors import InvalidInput, Refused
 from replctl.services import plans
 
 
@@ -86,3 +86,50 @@ def test_a_plan_with_a_negative_version_is_no_plan(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInput, match='"version" ≥ 0'):
         plans.read_plan(path)
+
+
+class _NoParquet:
+    """`EventFiles` for a read of a `.jsonl` file, which asks it nothing."""
+
+    def check_parquet_events(self, path: Path, max_payload_bytes: int) -> None:
+        raise AssertionError(f"a .jsonl read asked about {path}")
+
+
+def _applied_from(path: Path) -> plans.AppliedPlan:
+    return plans.AppliedPlan(
+        "/plans/p.json", "0" * 64, 7, inputs=(plans.input_digest("--file", path),), remake="make it again"
+    )
+
+
+def test_an_applied_plans_input_replaced_after_its_check_is_refused_on_the_bytes_the_command_read(
+    tmp_path: Path,
+) -> None:
+    # `apply` checks the input files right before the command, which then reads the file again: one replaced
+    # in between was appended unchecked. The bytes parsed are compared with the plan's.
+    from replctl.services import logs
+    from replctl.services.operations import applying
+
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "e1"}\n')
+    applied = _applied_from(events)
+    events.write_text('{"key": "other"}\n')
+    with applying(applied), pytest.raises(Refused) as refused:
+        logs.read_source([], events, None, 0, event_files=_NoParquet())
+    assert refused.value.code == plans.STALE_PLAN
+    assert refused.value.message == (
+        f"the input {events} (--file) changed since the plan was made; nothing was appended; make the plan again"
+    )
+    assert refused.value.hint == "make it again"
+
+
+def test_an_applied_plans_unchanged_input_and_a_command_outside_apply_read_as_before(tmp_path: Path) -> None:
+    from replctl.services import logs
+    from replctl.services.operations import applying
+
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "e1"}\n')
+    with applying(_applied_from(events)):
+        read = logs.read_source([], events, None, 0, event_files=_NoParquet())
+    assert [e.key for e in read.events] == ["e1"]
+    events.write_text('{"key": "e2"}\n')
+    assert [e.key for e in logs.read_source([], events, None, 0, event_files=_NoParquet()).events] == ["e2"]
