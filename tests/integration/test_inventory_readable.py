@@ -76,7 +76,7 @@ def test_a_file_without_read_permission_is_an_environment_failure_not_damage(tmp
     assert error.message.startswith(f"cannot read the segment file {path}: ")
 
 
-def test_held_drops_a_truncated_file_and_fails_on_one_it_cannot_open(tmp_path: Path) -> None:
+def test_held_drops_a_truncated_or_zeroed_file_and_fails_on_one_it_cannot_open(tmp_path: Path) -> None:
     store = LogStore(tmp_path / "logs")
     path = "B/seg-0000000000000000001-00000001"
     folder = store.local_path(path)
@@ -86,10 +86,13 @@ def test_held_drops_a_truncated_file_and_fails_on_one_it_cannot_open(tmp_path: P
         id=1, location="B", path=path, seq_lo=1, seq_hi=3, count=3, files=(SegmentFile(DATA, len(content)),)
     )
     assert held(store, row) == row
-    (folder / DATA).write_bytes(content[:-4] + b"PARE")  # same size: not read, its row stands
-    assert held(store, row) == row
+    (folder / DATA).write_bytes(content[:-4] + b"PARE")  # same size, a footer this pyarrow does not read
+    with pytest.raises(EnvironmentFailure):
+        held(store, row)
     (folder / DATA).write_bytes(content[:-8] + b"PARE")  # another size, and no longer readable here
     with pytest.raises(EnvironmentFailure):
         held(store, row)
+    (folder / DATA).write_bytes(bytes(len(content)))  # zeroed at its size (a torn write): lost (DR0)
+    assert held(store, row) is None
     (folder / DATA).write_bytes(content[: len(content) // 2])  # truncated: lost (DR0)
     assert held(store, row) is None

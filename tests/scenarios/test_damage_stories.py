@@ -242,6 +242,8 @@ def _damage_file(rc: Replctl, location: str, index: int, damage: str) -> None:
     data = next(f for f in folder.iterdir() if f.suffix == ".parquet")
     if damage == "truncated":
         data.write_bytes(data.read_bytes()[:100])
+    elif damage == "zeroed":  # a torn write: the recorded size, no Parquet any more
+        data.write_bytes(bytes(data.stat().st_size))
     else:
         data.unlink()
 
@@ -250,7 +252,7 @@ def _stored_bytes(rc: Replctl, location: str) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in (rc.store / location).rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("damage", ["truncated", "missing"])
+@pytest.mark.parametrize("damage", ["truncated", "zeroed", "missing"])
 def test_intact_events_past_a_gap_in_the_middle_of_a_log_are_discarded_only_with_consent(
     rc: Replctl, damage: str
 ) -> None:

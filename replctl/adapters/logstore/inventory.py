@@ -74,10 +74,14 @@ def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
 
 def held(store: LogStore, segment: Segment) -> Segment | None:
     """`segment` narrowed to the catalogued files the store still holds (None: none of them, or its folder
-    is gone); a file the row does not name is never among them (issue 19), nor one of another size than its
-    row records that is no Parquet file any more (truncated, overwritten): lost as a missing file is (DR0),
+    is gone); a file the row does not name is never among them (issue 19), nor one that is no Parquet file
+    any more (truncated, overwritten, zeroed at its size by a torn write): lost as a missing file is (DR0),
     where Spark would fail on its bytes. One of another size that still reads (a segment rewritten in place)
-    stays: its rows are the survivors. On a remote store, which is not listed, the row as it is."""
+    stays: its rows are the survivors. On a remote store, which is not listed, the row as it is.
+
+    Every kept file's footer is read (`readable`): only recovery and verification read the log this way,
+    and a file zeroed at its recorded size failed a recovery's first read with Spark's error, leaving the
+    operator no way out but removing it by hand."""
     if not store.is_local:
         return segment
     stored = store.segment_files(segment.path)
@@ -88,8 +92,7 @@ def held(store: LogStore, segment: Segment) -> Segment | None:
     kept = tuple(
         f
         for f in segment.files
-        if f.name in stored
-        and (stored[f.name] == f.size or readable(store.local_path(f"{segment.path}/{f.name}")))
+        if f.name in stored and readable(store.local_path(f"{segment.path}/{f.name}"))
     )
     return replace(segment, files=kept) if kept else None
 
