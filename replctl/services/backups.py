@@ -278,6 +278,10 @@ def _backup(
             if not _vanished(ctx, name, planned):
                 raise
             continue  # a segment went from the live log while it was copied: read the catalog again
+        if _held_gone(backups, done):
+            # A copy no backup of this catalog listed, read whole when planned, is gone since: another
+            # catalog's prune (it takes no lease of this catalog's) removed it. Planned again, it is copied.
+            continue
         manifest = replace(_manifest(loc, version, done, reason), catalog_id=catalog_id)
         backups.put_manifest(manifest)
         # The manifest made the backup (BK1); the catalog only journals it, with the operation's end.
@@ -341,6 +345,12 @@ def _copy(backups: BackupStore, planned: list[_PlannedSegment]) -> list[_Planned
             done.append(replace(p, bytes=size, digest=sha))
             hit("backup.after-copy")
     return done
+
+
+def _held_gone(backups: BackupStore, done: list[_PlannedSegment]) -> bool:
+    """Whether a HELD copy the manifest is about to list is no longer in the backup store (a listing each,
+    no read: HELD copies are rare, left by a crashed backup or listed by another catalog's)."""
+    return any(backups.segment_sizes(p.segment.path) is None for p in done if p.source == HELD)
 
 
 def _vanished(ctx: OperationContext, name: str, planned: list[_PlannedSegment]) -> bool:

@@ -1278,6 +1278,29 @@ def test_a_backup_reuses_only_its_own_catalogs_copies_and_never_copies_over_anot
     ]
 
 
+def test_a_held_copy_another_catalogs_prune_removes_before_the_manifest_is_copied_again_not_listed_missing(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # BK1: the second catalog's backup plans both copies HELD (whole, listed by the first catalog's backup
+    # only); the first catalog prunes every backup of its own while the copies are being gathered, taking
+    # no lease of the second's. The manifest then listed two missing copies, and BK3 counted the backup.
+    old, (first, second), other = _b_backed_up_then_forked(rc, tmp_path)
+    pruned: list[dict[str, Any]] = []
+    with failpoints.calling(
+        "backup.after-copy", lambda: pruned.append(rc.json("backup", "prune", "--keep-last", "0"))
+    ) as ran:
+        [made] = other.json("backup", "create", "B")["backups"]
+    assert ran == ["backup.after-copy"]
+    assert pruned[0]["removed"] == [old["id"]]
+    assert sorted(pruned[0]["files_removed"]) == sorted([first["path"], second["path"]])
+    assert (made["segments"], made["segments_reused"], made["copied"]) == (
+        2,
+        0,
+        [first["path"], second["path"]],
+    )
+    assert other.json("backup", "verify")["ok"]
+
+
 def test_another_catalogs_copy_whose_bytes_rotted_at_its_size_is_copied_again_not_vouched_for(
     rc: Replctl, tmp_path: Path
 ) -> None:

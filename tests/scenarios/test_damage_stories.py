@@ -77,18 +77,23 @@ def test_a_rewritten_segment_whose_files_differ_from_its_row_is_damage(rc: Replc
     _refused(rc, "damaged", "A", "log", "append", "A", "--event", '{"key": "a3"}')
 
 
-def test_a_compacted_segment_cut_short_is_recovered_from_its_neighbour_not_failed_on_its_checksum(
-    rc: Replctl,
-) -> None:
-    # A segment Spark wrote (here by compaction) has Hadoop's `.crc` side file; the drill's cut left it stale,
-    # and every read of the segment (the census, recovery, its dry run, `log verify`) then exited 6 with a
-    # ChecksumException: the location stayed damaged for good. replctl's own checks find the damage (DR0).
+def _a_three_segments_both_ways(rc: Replctl) -> None:
+    """A↔B, a1, a2 and a3 appended at A one segment each, replicated to B."""
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
     for key in ("a1", "a2", "a3"):
         rc.append("A", key)
     rc("replicate")
+
+
+def test_a_compacted_segment_cut_short_is_recovered_from_its_neighbour_not_failed_on_its_checksum(
+    rc: Replctl,
+) -> None:
+    # A segment Spark wrote (here by compaction) has Hadoop's `.crc` side file; the drill's cut left it stale,
+    # and every read of the segment (the census, recovery, its dry run, `log verify`) then exited 6 with a
+    # ChecksumException: the location stayed damaged for good. replctl's own checks find the damage (DR0).
+    _a_three_segments_both_ways(rc)
     rc("log", "compact", "A")  # Spark merges the three segments into one
     [segment] = rc.json("location", "show", "A")["segments"]
     folder = rc.store / segment["path"]
@@ -337,3 +342,13 @@ def test_retiring_a_location_whose_log_is_damaged_is_refused_in_the_dry_run_as_i
     assert rc.json("location", "show", "A") == shown  # the log's segments as they were
     assert rc.location("A")["state"] == "damaged"
     assert (data.read_bytes() if data.exists() else None) == damaged
+
+
+def test_a_gap_whose_later_events_a_neighbour_stores_is_recovered_without_asking(rc: Replctl) -> None:
+    # The consent is for events no other location stores: B holds a2 and a3, so nothing is asked and all
+    # three come back from B (DR3, DR4).
+    _a_three_segments_both_ways(rc)
+    _damage_file(rc, "A", 0, "truncated")
+    done = rc.json("recover", "location", "A")
+    assert (done["lost_from"], done["discarded"], done["lost"]) == (1, {}, {})
+    assert rc.keys("A") == ["a1", "a2", "a3"]

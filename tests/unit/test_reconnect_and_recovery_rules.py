@@ -327,3 +327,16 @@ def test_dr1_counting_the_baseline_only_grows_the_vector_and_is_whole_once_the_s
     assert (counted | held_back(loc, vector)) == vector | loc.baseline
     if loc.baseline_stored <= vector:
         assert counted == vector | loc.baseline
+
+
+def test_held_past_says_whether_the_store_still_reads_a_row_at_or_past_the_gap() -> None:
+    from replctl.core.recovery import FileRead, held_past
+
+    read = {
+        "A/s1": {"f": FileRead(2, 1, 2)},
+        "A/s3": {"g": FileRead(1, 5, 5)},
+        "A/s4": {"h": FileRead(0, None, None)},
+    }
+    assert held_past(read, 3) and held_past(read, 5)
+    assert not held_past(read, 6)
+    assert not held_past({}, 1)

@@ -98,19 +98,22 @@ def held(store: LogStore, segment: Segment) -> Segment | None:
 
 
 def readable(path: Path) -> bool:
-    """Whether `path` opens as a Parquet file (its footer reads): a truncated or overwritten data file does
-    not, and Spark fails on it with a raw error where replctl reports damage (DR0); nor does a file that
+    """Whether `path` opens as a Parquet file (its footer reads): a truncated, overwritten or rotted data file
+    does not, and Spark fails on it with a raw error where replctl reports damage (DR0); nor does a file that
     vanished meanwhile (gone, as a missing file is). Reads a few kilobytes.
 
-    Only invalid Parquet is damage: a file that cannot be read for another reason (permissions, an I/O
-    error, too many open files, a Parquet feature pyarrow does not read) says nothing about its bytes, and
-    calling it lost would have the caller act on a log that is whole. It is an environment failure (exit 6)."""
+    The file is opened by the system first: a failure there (permissions, a folder in its place, too many
+    open files) says nothing about its bytes, and calling it lost would have the caller act on a log that is
+    whole: an environment failure (exit 6). Once open, bytes pyarrow cannot parse as Parquet are damage,
+    whichever error says so (ArrowInvalid, or an OSError without errno for a footer whose metadata no longer
+    deserialises, or a magic replctl never writes)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
-    except (pa.ArrowInvalid, FileNotFoundError):
+        with path.open("rb"):
+            pass
+    except FileNotFoundError:
         return False
     except OSError as exc:
         raise EnvironmentFailure(
@@ -119,10 +122,18 @@ def readable(path: Path) -> bool:
             hint="check the file's permissions, the disk holding the store and the open-file limit (ulimit -n), "
             "then re-run",
         ) from exc
-    except NotImplementedError as exc:  # pyarrow's ArrowNotImplementedError: a feature it does not read
-        raise EnvironmentFailure(
-            f"cannot read the segment file {path}: {exc}",
-            code="store",
-            hint="the file is not plain Parquet as replctl writes it: find what rewrote it, then re-run",
-        ) from exc
+    try:
+        pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if exc.errno is not None:  # the system failed the read (an I/O error): not the bytes' fault
+            raise EnvironmentFailure(
+                f"cannot read the segment file {path}: {exc}",
+                code="store",
+                hint="check the disk holding the store, then re-run",
+            ) from exc
+        return False
+    except (pa.ArrowInvalid, NotImplementedError):  # not Parquet as replctl writes it
+        return False
     return True
