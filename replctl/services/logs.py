@@ -222,6 +222,12 @@ def append(
             out_rel=out_rel,
         )
         hit("append.after-write")
+        try:
+            # Under `replctl apply`: what the job read is what the plan was made from (checked before, too).
+            plans.check_still_read(applied_plan())
+        except Refused:
+            engine.store.remove(out_rel)  # no catalog row names it: nothing was appended
+            raise
         # The inventory reads and hashes the new files: before the write lock is taken, not under it (no other
         # operation touches files no catalog row names yet).
         files = engine.record_files(out_rel)

@@ -311,6 +311,25 @@ def check_read(applied: AppliedPlan | None, option: str, path: Path, data: bytes
             )
 
 
+def check_still_read(applied: AppliedPlan | None) -> None:
+    """Refuse (exit 3, stale) once a command of an applied plan has read its input files, before it commits,
+    when one of them is no longer what the plan was made from. A Parquet input is read by a job after the
+    check `apply` makes before the command (`check_inputs`), seconds later on a cold Spark: a file replaced in
+    between was appended as reviewed. Checked on both sides of the read, a change is seen unless the file
+    changed and changed back. Outside `replctl apply` (`applied` None) it checks nothing."""
+    if applied is None:
+        return
+    for was in applied.inputs:
+        now = input_digest(was.option, Path(was.path))
+        if (was.sha256, was.bytes) != (now.sha256, now.bytes):
+            raise Refused(
+                f"the input {was.path} ({was.option}) changed while the plan was applied; nothing was "
+                "appended; make the plan again",
+                code=STALE_PLAN,
+                hint=applied.remake or "make the plan again with --plan-out",
+            )
+
+
 def check_inputs(recorded: PlanFile, current: Sequence[InputDigest]) -> None:
     """Refuse (exit 3, stale) when an input file differs from the one the plan was made from, or is gone."""
     check_recorded_inputs(recorded)

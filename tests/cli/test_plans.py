@@ -582,3 +582,41 @@ def test_a_plan_whose_command_is_demo_or_help_is_refused_before_anything_runs(
     assert out.doc["error"]["message"].endswith(message)
     assert state(rc) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("replctl-demo")]
+
+
+def test_a_parquet_input_replaced_while_an_applied_plan_reads_it_appends_nothing(
+    rc: Replctl, tmp_path: Path
+) -> None:
+    # A Parquet input is read by the append's job after apply's last check of it: the file replaced in between
+    # (here right after the write, before the commit) was appended as if reviewed. Checked after the read too.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from replctl import failpoints
+
+    rc("location", "add", "P")
+    source = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"key": ["reviewed"]}), source)
+    plan = tmp_path / "plan.json"
+    rc("--plan-out", str(plan), "log", "append", "P", "--file", str(source))
+    before = state(rc)
+    segments = sorted(p.name for p in (rc.store / "P").iterdir()) if (rc.store / "P").exists() else []
+
+    def swap() -> None:
+        pq.write_table(pa.table({"key": ["not reviewed"]}), source)
+
+    with failpoints.calling("append.after-write", swap) as ran:
+        error = rc.json("apply", str(plan), expect=3)["error"]
+    assert ran == ["append.after-write"]
+    assert (error["code"], error["hint"]) == (
+        "stale-plan",
+        f"replctl log append P --file {source} --plan-out {plan}",
+    )
+    assert error["message"] == (
+        f"the input {source} (--file) changed while the plan was applied; nothing was appended; make the plan again"
+    )
+    assert rc.keys("P") == []
+    assert (
+        sorted(p.name for p in (rc.store / "P").iterdir()) if (rc.store / "P").exists() else []
+    ) == segments
+    assert state(rc)["status"] == before["status"]
