@@ -262,9 +262,11 @@ def render_status(console: Console, status: StatusView, *, wide: bool = False) -
             grid.add_row(name, *cells)
         console.print(grid)
     for p in doc.get("pending_deletions", []):
+        # DEL4: the targets holding it back now; none once a topology change removed them, until its retry.
+        held = ", ".join(b["target"] for b in p["blocked_by"])
+        why = f"held back by {held}" if held else "no target holds it back now; it runs at the next replicate"
         console.print(
-            f"pending deletion at {p['location']} up to {p['requested_upto']}, held back by "
-            f"{', '.join(b['target'] for b in p['blocked_by'])}",
+            f"pending deletion at {p['location']} up to {p['requested_upto']}, {why}",
             markup=False,
             soft_wrap=True,
         )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from replctl.core import deletion as plan
 from replctl.core.backups import Manifest, Recoverability, recoverability_all
 from replctl.core.damage import SegmentDamage
 from replctl.core.journal import PendingDeletion
@@ -93,9 +94,9 @@ class StatusView(AllOrNothing):
                 {
                     "location": p.location,
                     "requested_upto": p.requested_upto,
-                    # One shape for `blocked_by` in every document (issue 18): `delete --json`'s objects. The
-                    # pending record keeps who holds the deletion back (DEL4), not from which seq: that needs
-                    # the log, which status does not read, so `first_blocked_seq` is null here.
+                    # One shape for `blocked_by` in every document (issue 18): `delete --json`'s objects. Who
+                    # holds the deletion back now (DEL4, `holders_now`), not from which seq: that needs the
+                    # log, which status does not read, so `first_blocked_seq` is null here.
                     "blocked_by": [{"target": t, "first_blocked_seq": None} for t in p.blocked_by],
                 }
                 for p in self.pending
@@ -123,6 +124,10 @@ def status(
         segments = {loc.name: tx.segments(loc.name) for loc in locations}
         pending = tx.pending_deletions()
         state = load_state(tx)
+    damage = {
+        loc.name: find_damage(store, segments[loc.name]) if store and not loc.retired else None
+        for loc in locations
+    }
     recoverable = recoverability_all(
         state, locations, connections, manifests or (), lambda x: x.state is LocationState.ACTIVE
     )
@@ -131,7 +136,7 @@ def status(
         locations=[
             LocationStatus(
                 loc,
-                find_damage(store, segments[loc.name]) if store and not loc.retired else None,
+                damage[loc.name],
                 recoverable.get(loc.name),
                 backups_read=manifests is not None,
             )
@@ -143,9 +148,37 @@ def status(
             )
             for c in connections
         ],
-        pending=list(pending),
+        pending=[holders_now(p, locations, connections, segments, damage) for p in pending],
         warnings=[v for v in validate_state(state) if v.warning],
     )
+
+
+def holders_now(
+    pending: PendingDeletion,
+    locations: list[Location],
+    connections: list[Connection],
+    segments: dict[str, list[Segment]],
+    damage: dict[str, list[SegmentDamage] | None],
+) -> PendingDeletion:
+    """The pending deletion with the targets that hold it back now (DEL3/DEL4), from the catalog alone.
+
+    The recorded `blocked_by` is who held it back when it was last decided; a topology change since (a
+    `topology failover` or `remove` from the source, a target retired) may have removed those connections and
+    added others, which the record never names. Now, a target holds it back unless DEL3 clears it from the
+    catalog (its progress past the request, or its CVV covering every segment at stake), as `delete` decides
+    before any scan; a damaged target holds back everything (DR0). Status reads no log, so a target only
+    the scan would clear is named too: the report errs towards a target that may hold it back, never one
+    that is gone.
+    """
+    by_name = {loc.name: loc for loc in locations}
+    loc = by_name.get(pending.location)
+    if loc is None:
+        return pending
+    targets = plan.current_targets(loc.name, connections, by_name)
+    cut_bound = plan.bound(loc, pending.requested_upto)
+    unclear = {t.name for t in plan.targets_to_scan(targets, segments[loc.name], loc.deleted_upto, cut_bound)}
+    holders = sorted({t.name for t in targets if t.name in unclear or damage.get(t.name)})
+    return replace(pending, blocked_by=tuple(holders))
 
 
 def version_matrix(locations: list[Location]) -> dict[str, Any]:

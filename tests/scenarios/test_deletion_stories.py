@@ -131,3 +131,28 @@ def test_deletion_requested_right_after_a_connect_waits_for_the_new_target(rc: R
     rc("replicate")
     assert rc.keys("N") == ["e1", "e2"] and rc.keys("A") == []
     assert rc.json("log", "verify")["ok"]
+
+
+def test_status_names_who_holds_a_pending_deletion_back_after_a_failover_not_the_removed_target(
+    rc: Replctl,
+) -> None:
+    # Operator trial: after `topology failover` the pending deletion's record still named A, whose connection
+    # from D the failover removed; the dry run (DEL3/DEL4) names B. `status` reports the holders now.
+    for name in ("A", "B", "D"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B", "--both")
+    rc("topology", "group", "G", "A", "B")
+    rc("topology", "add", "A", "D", "--both", "--filter", "key like 'x%'")
+    rc.append("D", "x1", "y1", "x2")
+    rc("replicate", "D", "A")
+    rc.append("D", "x3", "y2")
+    assert rc("delete", "D", "--upto", "5", "--json", expect=5).doc["blocked_by"] == [
+        {"target": "A", "first_blocked_seq": 4}
+    ]
+    rc("topology", "failover", "D", "--from", "A", "--to", "B")
+    dry = rc.json("delete", "D", "--upto", "5", "--dry-run")
+    assert dry["blocked_by"] == [{"target": "B", "first_blocked_seq": 4}]
+    assert rc.json("status")["pending_deletions"] == [
+        {"location": "D", "requested_upto": 5, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
+    ]
+    assert "pending deletion at D up to 5, held back by B\n" in rc("status").stdout
