@@ -269,8 +269,13 @@ def run(
     code = 0
     interrupted = False
     started = time.monotonic()
+    completed: list[str] = []
     try:
         with ctrl_c_stops_cleanly(), ExitStack() as scope:
+            from replctl.services.operations import completed_operations
+
+            # What a Ctrl-C between or after the command's operations says they did (issue 18).
+            completed = scope.enter_context(completed_operations())
             if app_ctx.verbose:
                 from replctl.services.operations import observing_operations
 
@@ -278,9 +283,9 @@ def run(
                 scope.enter_context(observing_operations(_say_operation))
             code = _run(ctx, app_ctx, action, render, effect, question)
     except KeyboardInterrupt:
-        # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases): nothing was
-        # committed.
-        code, interrupted = _interrupted(app_ctx, interrupted_outside_an_operation()), True
+        # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases, between two
+        # operations or after the last): what completed is said, and nothing else was committed.
+        code, interrupted = _interrupted(app_ctx, interrupted_outside_an_operation(completed)), True
     except Interrupted as exc:
         code, interrupted = _interrupted(app_ctx, exc), True
     except OSError as exc:

@@ -75,9 +75,12 @@ def interrupted_exit_code() -> int:
     return 128 + (_received[0] if _received else signal.SIGINT)
 
 
-def interrupted_outside_an_operation() -> Interrupted:
-    """Ctrl-C before an operation began or in a command that changes nothing: nothing was committed."""
-    return Interrupted("interrupted; nothing committed; re-run to resume")
+def interrupted_outside_an_operation(completed: list[str]) -> Interrupted:
+    """Ctrl-C outside an operation's body: before the first began, between two (`backup create A B`), after
+    the last ended, or in a command that changes nothing. The operations that `completed` are said to be."""
+    from replctl.services.operations import interrupted_text
+
+    return Interrupted(interrupted_text(completed))
 
 
 def end_within(code: int, seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:

@@ -59,6 +59,13 @@ class OperationContext:
     steps: int = 0
     incomplete: bool = False
     closing: tuple[str, dict[str, Any]] | None = None
+    # Every change the operation makes is committed (`all_committed`): what is left only reads and reports.
+    committed_all: bool = False
+
+    def all_committed(self) -> None:
+        """The body's last commit is done; what follows only reads and reports. A Ctrl-C from here on stops
+        the report, not the operation: it is journalled with its own outcome, not `interrupted` (issue 18)."""
+        self.committed_all = True
 
     def mark_incomplete(self) -> None:
         """Part of the work waits (exit 5); the journal records the outcome `incomplete`."""
@@ -217,6 +224,49 @@ def _announce(operation_id: str, command: str) -> None:
         observer(operation_id, command)
 
 
+# The operations of the running command that ended with their work committed, as `what` labels them: a Ctrl-C
+# that stops the command later says they completed instead of "nothing committed" (`completed_operations`).
+_COMPLETED: ContextVar[list[str] | None] = ContextVar("replctl_completed_operations", default=None)
+
+
+@contextmanager
+def completed_operations() -> Iterator[list[str]]:
+    """Within the block, record each operation that ends with its work committed (`succeeded` or
+    `incomplete`, a Ctrl-C after its last commit included); yields the list, oldest first."""
+    done: list[str] = []
+    token = _COMPLETED.set(done)
+    try:
+        yield done
+    finally:
+        _COMPLETED.reset(token)
+
+
+def what(command: str, args: dict[str, Any]) -> str:
+    """An operation as an interrupt message names it: the command and the location it is about."""
+    location = args.get("location")
+    return f"{command} {location}" if isinstance(location, str) else command
+
+
+def interrupted_text(done: list[str], *, then: str | None = None, resume: bool = True) -> str:
+    """The line a Ctrl-C prints: the operations of the command that completed, then (`then`) what the one it
+    stopped had committed; "nothing committed" only when nothing was. `resume`: whether a re-run has work
+    left to resume."""
+    said = [f"{', '.join(done)} completed"] if done else []
+    if then is not None:
+        said.append(then)
+    else:
+        said.append("nothing committed after them" if done else "nothing committed")
+    if resume:
+        said.append("re-run to resume")
+    return f"interrupted; {'; '.join(said)}"
+
+
+def _completed(label: str) -> None:
+    done = _COMPLETED.get()
+    if done is not None:
+        done.append(label)
+
+
 def current_actor() -> str:
     """Who runs this operation: the login name, as the journal and the topology history record it (H1)."""
     try:
@@ -252,11 +302,13 @@ def operation(
             _check_plan_version(ctx, mode)
         hit("operation.after-lease")
         result = body(ctx)
+        ctx.all_committed()  # a closing step's effect is made (a backup's manifest); only its journal is left
         hit("operation.before-finish")
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         if ctx.closing is not None:
             _finish_checked(ctx, op_id, outcome)
             finished = True
+        _completed(what(command, args))
         return result
     except FailpointCrash:
         # A simulated power cut (`REPLCTL_FAILPOINT_MODE=raise`, REP3): a killed process journals no outcome
@@ -275,9 +327,10 @@ def operation(
         raise
     except KeyboardInterrupt:
         # Ctrl-C (issue 18): each step commits in its own transaction, so what the journal lists is done and
-        # nothing after it; a re-run resumes (REP3). Said in one line, journalled as `interrupted`.
-        stopped = Interrupted(f"interrupted; nothing committed after step {ctx.steps}; re-run to resume")
-        outcome, error = "interrupted", stopped.to_json()
+        # nothing after it; a re-run resumes (REP3). Said in one line, journalled as `interrupted` unless the
+        # operation's last commit was already done (`_stopped`).
+        stopped, outcome, finished = _stopped(ctx, op_id, what(command, args))
+        error = None if outcome != "interrupted" else stopped.to_json()
         raise stopped from None
     except BaseException as exc:
         error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
@@ -287,6 +340,30 @@ def operation(
             keeper.stop()  # a dead process renews nothing either
         if not crashed and not finished:
             _finish(ctx, op_id, outcome, error)
+
+
+def _stopped(ctx: OperationContext, op_id: str, label: str) -> tuple[Interrupted, str, bool]:
+    """A Ctrl-C in operation `op_id`: what to say, the outcome to journal, and whether it is journalled here.
+
+    After the body's last commit (`OperationContext.all_committed`) the operation is done: it ends with its
+    own outcome (a closing step committed with it) and the line says it completed, not "nothing committed".
+    """
+    done = list(_COMPLETED.get() or [])
+    if ctx.committed_all:
+        outcome = "incomplete" if ctx.incomplete else "succeeded"
+        finished = ctx.closing is not None
+        if finished:
+            _finish_checked(ctx, op_id, outcome)
+        _completed(label)
+        text = interrupted_text(
+            [*done, label], then=f"the report was cut short: replctl ops show {op_id}", resume=False
+        )
+        return Interrupted(text), outcome, finished
+    if done:
+        text = interrupted_text(done, then=f"{label}: nothing committed after step {ctx.steps}")
+    else:
+        text = f"interrupted; nothing committed after step {ctx.steps}; re-run to resume"
+    return Interrupted(text), "interrupted", False
 
 
 def record_refusal(

@@ -435,6 +435,7 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, END_STEP, {"seq": ended.seq, "floor": floor, "state": ended.state.value})
+    ctx.all_committed()  # the report below only reads: a Ctrl-C there leaves the recovery done (issue 18)
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
     start = _start_of_rounds(ctx, ended)
     with ctx.transaction(readonly=True) as tx:
