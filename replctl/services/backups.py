@@ -184,16 +184,23 @@ class _PlannedSegment:
 
 
 def _plan(
-    catalog: Catalog, store: LogStore, backups: BackupStore, name: str, segments: list[Segment]
+    catalog: Catalog,
+    store: LogStore,
+    backups: BackupStore,
+    name: str,
+    segments: list[Segment],
+    *,
+    catalog_id: str | None,
 ) -> list[_PlannedSegment]:
-    """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes."""
+    """BK1, for the dry run and the run alike: per segment, which copy the backup uses, and its bytes.
+    `catalog_id` is the catalog's id as `_read` read it (None: read again, and refused, by `mine`)."""
     # What this catalog's earlier manifests of this location say of a segment stands for it once its copy is
     # there with the files and sizes they and the segment's row record: a listing, never a read (incremental).
     # A copy that lost a file made every later backup unrestorable while BK3 counted it. A segment path starts
     # with its location, so no other location's manifest can list it. Nor does another catalog's manifest
     # count (`mine`): that catalog prunes its backups without this catalog's lease, and a backup that reused
     # a copy on its word lost it to such a prune.
-    known = {s.path: s for m in mine(catalog, backups, name) for s in m.segments}
+    known = {s.path: s for m in mine(catalog, backups, name, known_id=catalog_id) for s in m.segments}
     planned = []
     for seg in segments:
         entry = known.get(seg.path)
@@ -269,7 +276,7 @@ def _backup(
         backups.remove_set_aside(name)
     for _attempt in range(_ATTEMPTS):
         loc, segments, version, catalog_id = _read(ctx, store, name)
-        planned = _plan(ctx.catalog, store, backups, name, segments)
+        planned = _plan(ctx.catalog, store, backups, name, segments, catalog_id=catalog_id)
         if ctx.dry_run:
             return _summary(loc, planned, None)
         try:
@@ -415,12 +422,14 @@ def _who() -> str:
         return "unknown"
 
 
-def mine(catalog: Catalog, backups: BackupStore, location: str | None = None) -> list[bk.Manifest]:
+def mine(
+    catalog: Catalog, backups: BackupStore, location: str | None = None, *, known_id: str | None = None
+) -> list[bk.Manifest]:
     """This catalog's complete backups in the backup store (`core.backups.of_catalog`), oldest first; only
     `location`'s when given. Another catalog's backups in the same store are left out of every listing, choice,
-    prune and BK3 answer."""
+    prune and BK3 answer. `known_id`: the catalog's id as the caller already read it (`backup_owner`)."""
     every = backups.manifests(location)
-    return bk.of_catalog(every, backup_owner(catalog, every))
+    return bk.of_catalog(every, backup_owner(catalog, every, known_id=known_id))
 
 
 def listing(catalog: Catalog, backups: BackupStore, location: str | None) -> BackupList:

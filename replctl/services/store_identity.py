@@ -182,12 +182,20 @@ def mark_store(catalog: Catalog, store: LogStore) -> StoreMarking:
     return StoreMarking(catalog_id, marked=True)
 
 
-def backup_owner(catalog: Catalog, manifests: Iterable[Manifest]) -> CatalogIdentity:
+def backup_owner(
+    catalog: Catalog, manifests: Iterable[Manifest], *, known_id: str | None = None
+) -> CatalogIdentity:
     """What a backup among `manifests` must name to be this catalog's (BK1): the catalog's id, and, only when
-    one of them names none (made before backups named their catalog), the backups its journal records."""
+    one of them names none (made before backups named their catalog), the backups its journal records.
+
+    `known_id`: the catalog's id as this operation already read it (`backup create` reads it with the
+    location, issue 16); then no catalog transaction is opened unless a manifest names no catalog. A catalog's
+    id never changes once set, so the earlier read stands. None reads (and checks) it here."""
+    unnamed = any(m.catalog_id is None for m in manifests)
+    if known_id is not None and not unnamed:
+        return CatalogIdentity(known_id)
     with catalog.transaction(readonly=True) as tx:
         catalog_id, _ = _checked_identity(tx)
-        unnamed = any(m.catalog_id is None for m in manifests)
         journaled = frozenset(tx.journaled_backups()) if unnamed else frozenset()
     return CatalogIdentity(catalog_id, journaled)
 
