@@ -6,13 +6,12 @@ pairwise (O(n²)) comparison; each reports the first violating seq.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from replctl.adapters.logstore.inventory import held, readable
+from replctl.adapters.logstore.inventory import held
 from replctl.adapters.logstore.sourcechecks import is_wide
 from replctl.adapters.spark.schema import (
     covering_vector,
@@ -59,18 +58,14 @@ def verify_log(
     rows = [by_path.get(p) or Segment(0, "", p, 0, 0, 0) for p in segment_paths]
     present = list(rows)
     if store.is_local:
-        damaged: set[str] = set()
         for row in rows:
             if not store.exists(row.path):
                 violations.append(InvariantViolation("SEG", f"segment {row.path} is missing from the store"))
             else:
-                bad = _check_files(store, row)
-                violations += bad.values()
-                damaged |= {f"{row.path}/{name}" for name in bad}
-        # A file truncated or overwritten is reported as damage (DR0), as a missing one is, and not read when
-        # it is no Parquet file any more: Spark would fail on its bytes with a raw error instead of the report.
-        unreadable = {path for path in damaged if not readable(store.local_path(path))}
-        present = [r for r in (_intact(held(store, row), unreadable) for row in rows) if r is not None]
+                violations += _check_files(store, row)
+        # A file truncated or overwritten is reported as damage (DR0), as a missing one is; `held` leaves out
+        # one that is no Parquet file any more, where Spark would fail on its bytes instead of the report.
+        present = [r for r in (held(store, row) for row in rows) if r is not None]
     expected = VectorTime(dvv).merge(baseline)
     if not present:
         violations += _check_cvv(cvv, expected, first_beyond=None)
@@ -94,24 +89,15 @@ def verify_log(
     return sorted(violations, key=lambda v: (v.code, v.seq if v.seq is not None else -1))
 
 
-def _intact(row: Segment | None, damaged: set[str]) -> Segment | None:
-    """`row` (as `held` narrowed it) without the files in `damaged`; None when none is left to read."""
-    if row is None or row.files is None:
-        return row
-    kept = tuple(f for f in row.files if f"{row.path}/{f.name}" not in damaged)
-    return replace(row, files=kept) if kept else None
-
-
-def _check_files(store: LogStore, row: Segment) -> dict[str, InvariantViolation]:
-    """Each data file the row names against the store: there, of its size, of its SHA-256 (issue 19); the
-    violations by file name.
+def _check_files(store: LogStore, row: Segment) -> list[InvariantViolation]:
+    """Each data file the row names against the store: there, of its size, of its SHA-256 (issue 19).
 
     `log verify` reads the bytes anyway, so the digest is checked here, and only here and in copies.
     """
     if row.files is None:
-        return {}
+        return []
     stored = store.segment_files(row.path) or {}
-    out = {}
+    out = []
     for f in row.files:
         where = f"{row.path}/{f.name}"
         if f.name not in stored:
@@ -122,7 +108,7 @@ def _check_files(store: LogStore, row: Segment) -> dict[str, InvariantViolation]
             problem = "differs from its catalog row's SHA-256"
         else:
             continue
-        out[f.name] = InvariantViolation("SEG", f"file {where} {problem}", seq=f.seq_lo or row.seq_lo)
+        out.append(InvariantViolation("SEG", f"file {where} {problem}", seq=f.seq_lo or row.seq_lo))
     return out
 
 
