@@ -51,6 +51,8 @@ POINTS: dict[str, str] = {
     "recover.before-metadata": "survivors of a straddling segment written, the catalog not: an orphan",
     "recover.after-metadata": "the location recovering with its metadata reset; lost files not yet removed",
     "recover.before-end": "events recovered; the clock floor (DR1) not yet applied",
+    "recover.after-end": "the clock floor and A's state committed (`end`, the recovery's last commit); the loss "
+    "report (reads only) and the journal's outcome not",
     "compact.after-write": "one run's merged segment written, the catalog not: an orphan",
     "compact.after-commit": "the merged segment committed in place of its run; the run's files not removed",
     "compact.after-remove": "one run merged and its old files removed; the next run (or --gc) not begun",

@@ -23,6 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -270,6 +271,7 @@ def run(
     interrupted = False
     started = time.monotonic()
     completed: list[str] = []
+    progress = _Progress()
     try:
         with ctrl_c_stops_cleanly(), ExitStack() as scope:
             from replctl.services.operations import completed_operations
@@ -281,11 +283,12 @@ def run(
 
                 # -v: the journal's id of each operation, to look up with `replctl ops show ID`.
                 scope.enter_context(observing_operations(_say_operation))
-            code = _run(ctx, app_ctx, action, render, effect, question)
+            code = _run(ctx, app_ctx, action, render, effect, question, progress)
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases, between two
         # operations or after the last): what completed is said, and nothing else was committed.
-        code, interrupted = _interrupted(app_ctx, interrupted_outside_an_operation(completed)), True
+        stopped = interrupted_outside_an_operation(completed, reporting=progress.reporting)
+        code, interrupted = _interrupted(app_ctx, stopped), True
     except Interrupted as exc:
         code, interrupted = _interrupted(app_ctx, exc), True
     except OSError as exc:
@@ -323,6 +326,13 @@ def _interrupted(app: AppContext, exc: Interrupted) -> int:
     return interrupted_exit_code()
 
 
+@dataclass
+class _Progress:
+    """How far `_run` got, for what a Ctrl-C says (issue 18)."""
+
+    reporting: bool = False  # the action returned: the command's operations have all ended
+
+
 def _run(
     ctx: typer.Context,
     app_ctx: AppContext,
@@ -330,6 +340,7 @@ def _run(
     render: Callable[[AppContext, Any], int | None] | None,
     effect: Effect,
     question: Question | None,
+    progress: _Progress,
 ) -> int:
     """The body of `run`: the command's exit code; errors are printed here, Ctrl-C goes up to `run`."""
     code = 0
@@ -346,6 +357,7 @@ def _run(
 
                     scope.enter_context(applying(app_ctx.applied))
                 outcome = action(app_ctx)
+            progress.reporting = True
             code = present(app_ctx, render, outcome)
     except Interrupted:
         raise

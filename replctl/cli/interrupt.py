@@ -75,11 +75,18 @@ def interrupted_exit_code() -> int:
     return 128 + (_received[0] if _received else signal.SIGINT)
 
 
-def interrupted_outside_an_operation(completed: list[str]) -> Interrupted:
+def interrupted_outside_an_operation(completed: list[str], *, reporting: bool = False) -> Interrupted:
     """Ctrl-C outside an operation's body: before the first began, between two (`backup create A B`), after
-    the last ended, or in a command that changes nothing. The operations that `completed` are said to be."""
+    the last ended, or in a command that changes nothing. The operations that `completed` are said to be.
+
+    `reporting`: the command's work has returned and only its report was left (every operation of it ended),
+    so a re-run would resume nothing: it would do the work again."""
     from replctl.services.operations import interrupted_text
 
+    if reporting and completed:
+        return Interrupted(
+            interrupted_text(completed, then="the report was cut short: replctl ops list", resume=False)
+        )
     return Interrupted(interrupted_text(completed))
 
 

@@ -435,7 +435,13 @@ def finish_recovery(
         ended, floor = _ended(current, [x.cvv for x in tx.locations() if x.name != name], doc)
         tx.put_location(ended)
         ctx.step(tx, END_STEP, {"seq": ended.seq, "floor": floor, "state": ended.state.value})
+    if doc["refused"]:
+        # Known with the end's commit, not after the report: a Ctrl-C in the report journals the outcome the
+        # commit left (incomplete, A still recovering, DR0), or the next run would take this one for the end
+        # of A's recovery (`_while_recovering`) and measure the loss against the recomputed clock.
+        ctx.mark_incomplete()
     ctx.all_committed()  # the report below only reads: a Ctrl-C there leaves the recovery done (issue 18)
+    hit("recover.after-end")
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.
     start = _start_of_rounds(ctx, ended)
     with ctx.transaction(readonly=True) as tx:
@@ -444,8 +450,6 @@ def finish_recovery(
         loss.report_lost(tx, name, before, ended.cvv, doc, own=own, given_up=gone, unproven=unproven)
     doc["clock"]["after"] = ended.seq
     doc["cvv"] = ended.cvv.to_dict()
-    if doc["refused"]:
-        ctx.mark_incomplete()
     return doc
 
 

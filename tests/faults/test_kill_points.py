@@ -142,6 +142,7 @@ CRASH_POINTS = [
     ("recover", "recover.before-end"),  # clock floor not yet applied
     ("recover-incomplete", "recover.before-metadata"),
     ("recover-incomplete", "recover.before-end"),  # the end that keeps A recovering not yet committed
+    ("recover-incomplete", "recover.after-end"),  # the end committed (A recovering), its report not given
     ("recover-incomplete", "recover.after-census"),  # the loss found, A not yet recovering
     ("recover-damaged", "recover.after-census"),  # issue 14: damage found, B not yet marked recovering
 ]
