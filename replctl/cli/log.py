@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,7 +17,7 @@ from replctl.cli.options import DryRun
 from replctl.cli.output import emit_json_stream, page_through, stdout
 from replctl.cli.render import cell, vector_text
 from replctl.core.events import MAX_PAYLOAD_BYTES
-from replctl.errors import InvalidInput
+from replctl.errors import InvalidInput, Refused, ReplctlError
 
 if TYPE_CHECKING:
     from replctl.services.compaction import CompactionOutcome
@@ -50,16 +51,30 @@ def append(
 
     def action(app: AppContext) -> AppendOutcome:
         from replctl.services import logs
+        from replctl.services.operations import record_applied_refusal
 
-        source = logs.read_source(
-            event or [],
-            file,
-            generate,
-            seed,
-            max_payload_bytes,
-            event_files=app.event_files(),
-            location=location,
-        )
+        try:
+            source = logs.read_source(
+                event or [],
+                file,
+                generate,
+                seed,
+                max_payload_bytes,
+                event_files=app.event_files(),
+                location=location,
+            )
+        except Refused as refusal:
+            # Under `replctl apply`: a `.jsonl` input changed since the plan was made (exit 3, stale-plan) is
+            # journalled as the append refused, like a Parquet input found changed inside the operation.
+            with suppress(ReplctlError):  # opening the catalog may fail too; the refusal matters more
+                record_applied_refusal(
+                    app.catalog(),
+                    command=logs.APPEND_COMMAND,
+                    args={"location": location},
+                    reason=app.reason,
+                    refusal=refusal,
+                )
+            raise
         return logs.append(
             app.catalog(), app.engine(), location, source, reason=app.reason, dry_run=dry_run or app.planning
         )

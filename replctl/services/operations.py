@@ -382,6 +382,24 @@ def record_refusal(
     return op_id
 
 
+def record_applied_refusal(
+    catalog: Catalog, *, command: str, args: dict[str, Any], reason: str | None, refusal: Refused
+) -> str | None:
+    """Under `replctl apply`, journal a refusal the recorded command met before its operation began (a `.jsonl`
+    input that is no longer the plan's, read before the append's operation) as that operation refused, with
+    the plan in its args as `operation` journals them: as the same refusal met inside the operation is (a
+    Parquet input, read by the append's job; issue 18). Outside `apply` nothing is journalled; a failure to
+    journal is left unsaid, the refusal matters more. Returns the operation id, None when none was written."""
+    mode = _PLAN_MODE.get()
+    if mode is None or mode.applied is None:
+        return None
+    with suppress(ReplctlError):
+        return record_refusal(
+            catalog, command=command, args=_acting_args(mode, command, args), reason=reason, refusal=refusal
+        )
+    return None
+
+
 def _begin(
     catalog: Catalog, command: str, args: dict[str, Any], reason: str | None, resources: list[str]
 ) -> tuple[str, OperationContext]:

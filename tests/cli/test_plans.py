@@ -48,16 +48,19 @@ def comparable(rc: Replctl) -> dict[str, Any]:
     return {"status": rc.json("status"), "history": changes, "version": catalog_version(rc)}
 
 
-def refused_applies(rc: Replctl, before: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+def refused_applies(
+    rc: Replctl, before: dict[str, Any], path: Path, command: str = "apply"
+) -> list[dict[str, Any]]:
     """The errors of the `apply` refusals journalled since `before`, newest first, after checking that nothing
-    else changed: a stale-plan refusal writes only its journal row (issue 18), which moves no version."""
+    else changed: a stale-plan refusal writes only its journal row (issue 18), which moves no version. Such a
+    refusal is journalled as `apply` before the plan's command runs, as that `command` once it does."""
     after = state(rc)
     ops, old = after.pop("ops"), before["ops"]
     assert after == {k: v for k, v in before.items() if k != "ops"}
     new = ops[: len(ops) - len(old)]
     assert ops[len(new) :] == old
     for op in new:
-        assert (op["command"], op["outcome"], op["args"]["plan_file"]) == ("apply", "refused", str(path))
+        assert (op["command"], op["outcome"], op["args"]["plan_file"]) == (command, "refused", str(path))
     return [op["error"] for op in new]
 
 
@@ -619,4 +622,40 @@ def test_a_parquet_input_replaced_while_an_applied_plan_reads_it_appends_nothing
     assert (
         sorted(p.name for p in (rc.store / "P").iterdir()) if (rc.store / "P").exists() else []
     ) == segments
-    assert state(rc)["status"] == before["status"]
+    assert refused_applies(rc, before, plan, command="log append") == [error]
+
+
+def test_a_jsonl_input_replaced_after_apply_checked_it_is_refused_as_stale_and_journalled(
+    rc: Replctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 18: a `.jsonl` input is read, and found changed, before the append's operation begins; the refusal
+    # (exit 3) went unjournalled, while a Parquet input found changed inside the operation is journalled as the
+    # append refused. Both are now.
+    from replctl.cli.context import AppContext
+
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"key": "reviewed"}\n')
+    plan = tmp_path / "plan.json"
+    rc("log", "append", "A", "--file", str(events), "--plan-out", str(plan))
+    before = state(rc)
+    checked = AppContext.event_files
+
+    def replaced_once_checked(app: AppContext) -> Any:
+        # Apply's checks of the file are done (the last right before the command); the command is about to
+        # read it: another writer replaces it in between.
+        if app.applied is not None:
+            events.write_text('{"key": "not reviewed"}\n')
+        return checked(app)
+
+    monkeypatch.setattr(AppContext, "event_files", replaced_once_checked)
+    out = rc("apply", str(plan), expect=3)
+    assert out.stderr.splitlines() == [
+        f"the input {events} (--file) changed since the plan was made; nothing was appended; make the plan "
+        "again",
+        f"hint: replctl log append A --file {events} --plan-out {plan}",
+    ]
+    [error] = refused_applies(rc, before, plan, command="log append")
+    assert (error["code"], error["message"]) == ("stale-plan", out.stderr.splitlines()[0])
+    [op] = rc.json("ops", "list")["operations"][:1]
+    assert {k: v for k, v in op["args"].items() if not k.startswith("plan_")} == {"location": "A"}
+    assert rc.keys("A") == []
