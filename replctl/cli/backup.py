@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.output import stdout, timestamp_text
 from replctl.cli.render import cell, fitted_table, render_unrecoverable, value_text, vector_text
+from replctl.masking import mask
 from replctl.services.backup_outcomes import BackupChecks, BackupList, BackupShown, BackupsMade, PruneOutcome
 
 app = typer.Typer(help="Backups of location logs (BK1–BK3).", no_args_is_help=True)
@@ -65,6 +67,8 @@ def create(
             list(locations or []),
             reason=app.reason,
             dry_run=dry_run or app.planning,
+            # What a Ctrl-C tells to run for the locations left: with the store given, masked as any text.
+            again=" ".join(["replctl backup create", *(["--to", mask(shlex.quote(to))] if to else [])]),
         )
 
     def render(app: AppContext, outcome: BackupsMade) -> None:

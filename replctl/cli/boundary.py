@@ -46,6 +46,7 @@ from replctl.errors import Interrupted, InvalidInput, ReplctlError
 from replctl.masking import mask
 
 if TYPE_CHECKING:
+    from replctl.services.interruption import CommandProgress
     from replctl.services.plans import InputDigest
 
 # Key in the Click context's `meta` (shared by the whole invocation): the sub-command's argv without the
@@ -270,14 +271,14 @@ def run(
     code = 0
     interrupted = False
     started = time.monotonic()
-    completed: list[str] = []
+    done: CommandProgress | None = None
     progress = _Progress()
     try:
         with ctrl_c_stops_cleanly(), ExitStack() as scope:
-            from replctl.services.operations import completed_operations
+            from replctl.services.interruption import command_progress
 
             # What a Ctrl-C between or after the command's operations says they did (issue 18).
-            completed = scope.enter_context(completed_operations())
+            done = scope.enter_context(command_progress())
             if app_ctx.verbose:
                 from replctl.services.operations import observing_operations
 
@@ -287,7 +288,7 @@ def run(
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM outside an operation's body (a read, a prompt, before the leases, between two
         # operations or after the last): what completed is said, and nothing else was committed.
-        stopped = interrupted_outside_an_operation(completed, reporting=progress.reporting)
+        stopped = interrupted_outside_an_operation(done, reporting=progress.reporting)
         code, interrupted = _interrupted(app_ctx, stopped), True
     except Interrupted as exc:
         code, interrupted = _interrupted(app_ctx, exc), True

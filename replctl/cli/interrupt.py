@@ -26,8 +26,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from replctl.errors import Interrupted
+
+if TYPE_CHECKING:
+    from replctl.services.interruption import CommandProgress
 
 # The signals that stop a command cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -75,19 +79,19 @@ def interrupted_exit_code() -> int:
     return 128 + (_received[0] if _received else signal.SIGINT)
 
 
-def interrupted_outside_an_operation(completed: list[str], *, reporting: bool = False) -> Interrupted:
+def interrupted_outside_an_operation(done: CommandProgress | None, *, reporting: bool = False) -> Interrupted:
     """Ctrl-C outside an operation's body: before the first began, between two (`backup create A B`), after
-    the last ended, or in a command that changes nothing. The operations that `completed` are said to be.
+    the last ended, or in a command that changes nothing. `done` says which operations ended and how, and
+    which ones the command had yet to begin.
 
     `reporting`: the command's work has returned and only its report was left (every operation of it ended),
-    so a re-run would resume nothing: it would do the work again."""
-    from replctl.services.operations import interrupted_text
+    so a re-run would resume nothing but an operation left incomplete: it would do the work again."""
+    from replctl.services.interruption import CommandProgress
 
-    if reporting and completed:
-        return Interrupted(
-            interrupted_text(completed, then="the report was cut short: replctl ops list", resume=False)
-        )
-    return Interrupted(interrupted_text(completed))
+    done = done or CommandProgress()
+    if reporting and done.ended:
+        return Interrupted(done.text(report="replctl ops list"))
+    return Interrupted(done.text())
 
 
 def end_within(code: int, seconds: float = SHUTDOWN_GRACE_SECONDS) -> None:

@@ -14,7 +14,7 @@ import getpass
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +27,7 @@ from replctl.core.model import Location, LocationState, Segment
 from replctl.core.vectortime import VectorTime
 from replctl.errors import EnvironmentFailure, InvalidInput, LockHeld, Refused, UnknownName
 from replctl.failpoints import hit
+from replctl.services import interruption
 from replctl.services.backup_outcomes import (
     BackupCheck,
     BackupChecks,
@@ -45,6 +46,9 @@ from replctl.services.store_identity import backup_owner
 from replctl.services.topology_state import load_state
 from replctl.storeroots import apart_from, overlap, root_of
 
+# The journal's name of one location's backup (`_one`).
+CREATE_COMMAND = "backup create"
+
 # Segment copies made side by side. Four whatever the cores: a copy is a kernel copy and an fsync (BK1), so it
 # mostly waits for the disk, which takes several flushes at once; beyond four the disk, not the CPU, is the limit.
 _COPIERS = 4
@@ -58,9 +62,11 @@ def create(
     *,
     reason: str | None = None,
     dry_run: bool = False,
+    again: str = "replctl backup create",
 ) -> BackupsMade:
     """`backup create [LOC...] [--dry-run]`: one backup per location (default: every active one), incremental
-    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing.
+    (BK1). The dry run plans each backup as the run does (`_plan`) and writes nothing. `again`: the command,
+    with the options given, that backs up the locations named after it: a Ctrl-C says it for those left.
 
     Each location's backup is its own operation: one that cannot be made now (its log is damaged, DR0, or
     another operation holds it) is listed under `refused` with its error while the others are made, and the
@@ -68,13 +74,13 @@ def create(
     (exit 4 for a damaged log), as for a single named location. A backup store that overlaps the log store
     is refused before all that (exit 2, `check_apart`).
     """
-    again = " ".join(["replctl backup create", *names])
+    retyped = " ".join(["replctl backup create", *names])
     check_apart(
         backups,
         "BK1",
         "nothing was written",
         lambda other: (
-            f"back up apart from the log store: {again} --to {other}; set backup_store there to keep it"
+            f"back up apart from the log store: {retyped} --to {other}; set backup_store there to keep it"
         ),
     )
     _check_folder(backups)
@@ -85,13 +91,20 @@ def create(
         chosen = names or [loc.name for loc in tx.locations() if loc.state is LocationState.ACTIVE]
     made: list[dict[str, Any]] = []
     refused: list[tuple[str, LockHeld]] = []
-    for name in dict.fromkeys(chosen):
-        try:
-            made.append(_one(catalog, store, backups, name, reason, dry_run=dry_run))
-        except LockHeld as exc:
-            # Finding 6: one damaged log stopped the command after the backups before it were made, and the
-            # document listed none of them; the others are still worth having, so each is listed.
-            refused.append((name, exc))
+    # Each backup its own operation: a Ctrl-C after one of them names those not made, to make (issue 18).
+    labels = {interruption.what(CREATE_COMMAND, {"location": name}): name for name in dict.fromkeys(chosen)}
+    with ExitStack() as scope:
+        if not dry_run:
+            scope.enter_context(
+                interruption.in_turn(list(labels), lambda left: " ".join([again, *(labels[x] for x in left)]))
+            )
+        for name in labels.values():
+            try:
+                made.append(_one(catalog, store, backups, name, reason, dry_run=dry_run))
+            except LockHeld as exc:
+                # Finding 6: one damaged log stopped the command after the backups before it were made, and
+                # the document listed none of them; the others are still worth having, so each is listed.
+                refused.append((name, exc))
     if refused and not made:
         raise refused[0][1]
     return BackupsMade(
@@ -154,7 +167,7 @@ def _one(
 
     return operation(
         catalog,
-        command="backup create",
+        command=CREATE_COMMAND,
         args={"location": name},
         reason=reason,
         # The location's lease only while the catalog is read (BK1, released in `_read`); the backups' lease

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from replctl.errors import Incomplete, Interrupted, LockHeld, Refused, ReplctlError
 from replctl.failpoints import FailpointCrash, hit
+from replctl.services import interruption
 from replctl.services.lease_keeper import LeaseKeeper
 from replctl.services.plans import AppliedPlan, stale_plan
 from replctl.services.ports import Catalog, CatalogTransaction
@@ -58,18 +59,24 @@ class OperationContext:
     tokens: dict[str, int] = field(default_factory=dict)
     steps: int = 0
     incomplete: bool = False
+    # For an operation left incomplete: the command that finishes it, which a Ctrl-C in its report says.
+    again: str | None = None
     closing: tuple[str, dict[str, Any]] | None = None
     # Every change the operation makes is committed (`all_committed`): what is left only reads and reports.
     committed_all: bool = False
+    label: str = ""  # how a Ctrl-C names the operation (`interruption.what`)
 
     def all_committed(self) -> None:
         """The body's last commit is done; what follows only reads and reports. A Ctrl-C from here on stops
         the report, not the operation: it is journalled with its own outcome, not `interrupted` (issue 18)."""
         self.committed_all = True
 
-    def mark_incomplete(self) -> None:
-        """Part of the work waits (exit 5); the journal records the outcome `incomplete`."""
+    def mark_incomplete(self, again: str | None = None) -> None:
+        """Part of the work waits (exit 5); the journal records the outcome `incomplete`. `again`: the command
+        that finishes it (`replctl recover location A`), which a Ctrl-C that cuts the report short says; none
+        when the rest is done by itself (a pending deletion, at the next replicate)."""
         self.incomplete = True
+        self.again = again
 
     @contextmanager
     def transaction(self, *, readonly: bool = False) -> Iterator[CatalogTransaction]:
@@ -224,49 +231,6 @@ def _announce(operation_id: str, command: str) -> None:
         observer(operation_id, command)
 
 
-# The operations of the running command that ended with their work committed, as `what` labels them: a Ctrl-C
-# that stops the command later says they completed instead of "nothing committed" (`completed_operations`).
-_COMPLETED: ContextVar[list[str] | None] = ContextVar("replctl_completed_operations", default=None)
-
-
-@contextmanager
-def completed_operations() -> Iterator[list[str]]:
-    """Within the block, record each operation that ends with its work committed (`succeeded` or
-    `incomplete`, a Ctrl-C after its last commit included); yields the list, oldest first."""
-    done: list[str] = []
-    token = _COMPLETED.set(done)
-    try:
-        yield done
-    finally:
-        _COMPLETED.reset(token)
-
-
-def what(command: str, args: dict[str, Any]) -> str:
-    """An operation as an interrupt message names it: the command and the location it is about."""
-    location = args.get("location")
-    return f"{command} {location}" if isinstance(location, str) else command
-
-
-def interrupted_text(done: list[str], *, then: str | None = None, resume: bool = True) -> str:
-    """The line a Ctrl-C prints: the operations of the command that completed, then (`then`) what the one it
-    stopped had committed; "nothing committed" only when nothing was. `resume`: whether a re-run has work
-    left to resume."""
-    said = [f"{', '.join(done)} completed"] if done else []
-    if then is not None:
-        said.append(then)
-    else:
-        said.append("nothing committed after them" if done else "nothing committed")
-    if resume:
-        said.append("re-run to resume")
-    return f"interrupted; {'; '.join(said)}"
-
-
-def _completed(label: str) -> None:
-    done = _COMPLETED.get()
-    if done is not None:
-        done.append(label)
-
-
 def current_actor() -> str:
     """Who runs this operation: the login name, as the journal and the topology history record it (H1)."""
     try:
@@ -308,7 +272,7 @@ def operation(
         if ctx.closing is not None:
             _finish_checked(ctx, op_id, outcome)
             finished = True
-        _completed(what(command, args))
+        _ended(ctx)
         return result
     except FailpointCrash:
         # A simulated power cut (`REPLCTL_FAILPOINT_MODE=raise`, REP3): a killed process journals no outcome
@@ -318,6 +282,7 @@ def operation(
         raise
     except (Refused, LockHeld) as exc:
         outcome, error = "refused", exc.to_json()
+        interruption.ended(ctx.label, interruption.REFUSED)
         raise
     except Incomplete as exc:
         outcome, error = "incomplete", exc.to_json()
@@ -329,7 +294,7 @@ def operation(
         # Ctrl-C (issue 18): each step commits in its own transaction, so what the journal lists is done and
         # nothing after it; a re-run resumes (REP3). Said in one line, journalled as `interrupted` unless the
         # operation's last commit was already done (`_stopped`).
-        stopped, outcome, finished = _stopped(ctx, op_id, what(command, args))
+        stopped, outcome, finished = _stopped(ctx, op_id)
         error = None if outcome != "interrupted" else stopped.to_json()
         raise stopped from None
     except BaseException as exc:
@@ -342,28 +307,31 @@ def operation(
             _finish(ctx, op_id, outcome, error)
 
 
-def _stopped(ctx: OperationContext, op_id: str, label: str) -> tuple[Interrupted, str, bool]:
+def _stopped(ctx: OperationContext, op_id: str) -> tuple[Interrupted, str, bool]:
     """A Ctrl-C in operation `op_id`: what to say, the outcome to journal, and whether it is journalled here.
 
     After the body's last commit (`OperationContext.all_committed`) the operation is done: it ends with its
-    own outcome (a closing step committed with it) and the line says it completed, not "nothing committed".
+    own outcome (a closing step committed with it) and the line says it completed (or was left incomplete),
+    not "nothing committed". Only a command with nothing else to run is then told its report was cut short;
+    one of several operations names those not begun and the command that runs them (`interruption.in_turn`).
     """
-    done = list(_COMPLETED.get() or [])
+    progress = interruption.current()
     if ctx.committed_all:
         outcome = "incomplete" if ctx.incomplete else "succeeded"
         finished = ctx.closing is not None
         if finished:
             _finish_checked(ctx, op_id, outcome)
-        _completed(label)
-        text = interrupted_text(
-            [*done, label], then=f"the report was cut short: replctl ops show {op_id}", resume=False
-        )
-        return Interrupted(text), outcome, finished
-    if done:
-        text = interrupted_text(done, then=f"{label}: nothing committed after step {ctx.steps}")
+        _ended(ctx)
+        return Interrupted(progress.text(report=f"replctl ops show {op_id}")), outcome, finished
+    return Interrupted(progress.text(stopped=(ctx.label, ctx.steps))), "interrupted", False
+
+
+def _ended(ctx: OperationContext) -> None:
+    """The operation ended with its work committed: completed, or left incomplete (exit 5)."""
+    if ctx.incomplete:
+        interruption.ended(ctx.label, interruption.INCOMPLETE, ctx.again)
     else:
-        text = f"interrupted; nothing committed after step {ctx.steps}; re-run to resume"
-    return Interrupted(text), "interrupted", False
+        interruption.ended(ctx.label, interruption.COMPLETED)
 
 
 def record_refusal(
@@ -410,6 +378,8 @@ def _begin(
     own (`record_refusal`), as `ops list` showed it when the row came first: an operation refused (exit 4).
     """
     actor = current_actor()
+    label = interruption.what(command, args)
+    interruption.begun(label)  # as a Ctrl-C says it (`label`, `interruption.what`): no longer one not started
     try:
         with catalog.transaction() as tx:
             op_id = tx.begin_operation(command, args, actor, socket.gethostname(), reason)
@@ -421,10 +391,11 @@ def _begin(
                 for resource in sorted(set(resources))
             }
     except LockHeld as exc:
+        interruption.ended(label, interruption.REFUSED)
         with suppress(ReplctlError):  # the refusal matters more than a failure to journal it
             record_refusal(catalog, command=command, args=args, reason=reason, refusal=exc)
         raise
-    return op_id, OperationContext(catalog, op_id, False, tokens)
+    return op_id, OperationContext(catalog, op_id, False, tokens, label=label)
 
 
 def _finish_checked(ctx: OperationContext, op_id: str, outcome: str) -> None:

@@ -439,7 +439,7 @@ def finish_recovery(
         # Known with the end's commit, not after the report: a Ctrl-C in the report journals the outcome the
         # commit left (incomplete, A still recovering, DR0), or the next run would take this one for the end
         # of A's recovery (`_while_recovering`) and measure the loss against the recomputed clock.
-        ctx.mark_incomplete()
+        ctx.mark_incomplete(again=f"replctl recover location {name}")
     ctx.all_committed()  # the report below only reads: a Ctrl-C there leaves the recovery done (issue 18)
     hit("recover.after-end")
     # The report reads only, around a data-plane job (the own origin times still stored): no write lock.

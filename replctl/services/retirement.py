@@ -29,11 +29,12 @@ from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location
 from replctl.core.vectortime import VectorTime, lub
 from replctl.errors import EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
-from replctl.services import topology
+from replctl.services import interruption, topology
 from replctl.services.damage import refuse_damaged
 from replctl.services.lookup import get_location
 from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
+from replctl.services.topology import RETIRE_COMMAND
 
 PRUNE_COMMAND = "location retire --prune-clock"
 
@@ -85,11 +86,16 @@ def retire(
         _refuse_damaged_logs(tx, engine, plan)
     if dry_run:
         return RetirementOutcome(would_retire, _report(plan))
-    retired = topology.retire_location(catalog, engine, name, reason=reason)
     # Two operations: a crash between them leaves Z retired and unpruned, which the re-run (a no-op
-    # retirement on a retired location, then the pruning) completes (REP3).
-    hit("retire.before-prune")
-    return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason))
+    # retirement on a retired location, then the pruning) completes (REP3); a Ctrl-C after the first says so.
+    labels = [
+        interruption.what(RETIRE_COMMAND, {"name": name}),
+        interruption.what(PRUNE_COMMAND, {"name": name}),
+    ]
+    with interruption.in_turn(labels, lambda _left: f"replctl location retire {name} --prune-clock"):
+        retired = topology.retire_location(catalog, engine, name, reason=reason)
+        hit("retire.before-prune")
+        return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason))
 
 
 def prune(

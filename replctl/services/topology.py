@@ -242,6 +242,10 @@ def _run(
     )
 
 
+# The journal's name of a retirement (`retire_location`).
+RETIRE_COMMAND = "location retire"
+
+
 # How often a change that reads the logs first (`_run`'s `read`) reads them again when another operation
 # moved them meanwhile, before it gives up (nothing changed; exit 6, `concurrent-change`).
 READ_ATTEMPTS = 3
@@ -321,7 +325,7 @@ def retire_location(
     events no other remaining location stores; `engine` reads the stored identities)."""
     return _run(
         catalog,
-        command="location retire",
+        command=RETIRE_COMMAND,
         args={"name": name},
         reason=reason,
         dry_run=dry_run,

@@ -57,16 +57,18 @@ def operations(rc: Replctl) -> list[dict[str, Any]]:
     return list(reversed(rc.json("ops", "list")["operations"]))
 
 
-def recovery_stopped_in_its_report(rc: Replctl, point: str, *args: str) -> dict[str, Any]:
-    """`replctl recover location ARGS` with Ctrl-C at `point`, once its last commit is done: the line says it
-    completed and that only its report was cut short. Returns its journal entry."""
+def recovery_stopped_in_its_report(
+    rc: Replctl, point: str, *args: str, how: str = "completed", then: str = ""
+) -> dict[str, Any]:
+    """`replctl recover location ARGS` with Ctrl-C at `point`, once its last commit is done: the line says how
+    it ended (`how`), that only its report was cut short, and `then`. Returns its journal entry."""
     with failpoints.calling(point, ctrl_c) as ran:
         out = rc("recover", "location", *args, expect=130)
     assert ran == [point]
     op = operations(rc)[-1]
     assert out.stderr == (
-        f"interrupted; recover location {args[0]} completed; the report was cut short: "
-        f"replctl ops show {op['id']}\n"
+        f"interrupted; recover location {args[0]} {how}; the report was cut short: "
+        f"replctl ops show {op['id']}{then}\n"
     )
     return op
 
@@ -143,7 +145,131 @@ def test_ctrl_c_between_two_backups_names_the_one_that_completed(tmp_path: Path)
     ]
     assert out.stderr == (
         "interrupted; backup create A completed; backup create B: nothing committed after step 0; "
-        "re-run to resume\n"
+        "re-run to resume: replctl backup create B\n"
+    )
+
+
+def backups_of_a_and_b_stopped_in_a_at(tmp_path: Path, point: str) -> tuple[Replctl, Outcome]:
+    """`backup create A B`, with Ctrl-C at `point` in A's operation (its first visit)."""
+    rc = Replctl.initialised(tmp_path, "A", "B")
+    rc.append("A", "a1")
+    rc.append("B", "b1")
+    with failpoints.calling(point, ctrl_c) as ran:
+        out = rc("backup", "create", "A", "B", expect=130)
+    assert ran == [point]
+    return rc, out
+
+
+def test_ctrl_c_after_the_first_backup_of_two_was_made_names_the_other_as_not_started(tmp_path: Path) -> None:
+    # A's manifest is written, only its journal's end is left: A's backup is made, B's operation never began.
+    # The line said "backup create A completed; the report was cut short" as if the command were done.
+    rc, out = backups_of_a_and_b_stopped_in_a_at(tmp_path, "operation.before-finish")
+    ops = operations(rc)
+    assert [(op["command"], op["args"]["location"], op["outcome"], op["error"]) for op in ops[-1:]] == [
+        ("backup create", "A", "succeeded", None)
+    ]
+    assert [op["command"] for op in ops].count("backup create") == 1
+    assert (out.stdout, out.stderr) == (
+        "",
+        "interrupted; backup create A completed; backup create B not started; "
+        "re-run to resume: replctl backup create B\n",
+    )
+    assert [b["location"] for b in rc.json("backup", "list")["backups"]] == ["A"]
+    # What the line says to run makes the one left.
+    rc("backup", "create", "B")
+    assert [b["location"] for b in rc.json("backup", "list")["backups"]] == ["A", "B"]
+
+
+def test_ctrl_c_in_the_first_backup_of_two_names_both_to_make(tmp_path: Path) -> None:
+    rc, out = backups_of_a_and_b_stopped_in_a_at(tmp_path, "operation.after-lease")
+    assert [(op["args"]["location"], op["outcome"]) for op in operations(rc)[-1:]] == [("A", "interrupted")]
+    assert out.stderr == (
+        "interrupted; backup create A: nothing committed after step 0; backup create B not started; "
+        "re-run to resume: replctl backup create A B\n"
+    )
+    assert rc.json("backup", "list")["backups"] == []
+
+
+def test_ctrl_c_after_the_first_backup_to_another_store_says_the_store_to_make_the_rest_in(
+    tmp_path: Path,
+) -> None:
+    rc = Replctl.initialised(tmp_path, "A", "B")
+    rc.append("A", "a1")
+    elsewhere = tmp_path / "other backups"
+    with failpoints.calling("operation.before-finish", ctrl_c):
+        out = rc("backup", "create", "A", "B", "--to", str(elsewhere), expect=130)
+    assert out.stderr == (
+        "interrupted; backup create A completed; backup create B not started; "
+        f"re-run to resume: replctl backup create --to '{elsewhere}' B\n"
+    )
+
+
+def test_ctrl_c_after_the_first_backup_of_an_applied_plan_names_the_other_as_not_started(
+    tmp_path: Path,
+) -> None:
+    # `apply` runs the recorded command: the same line, with the command that makes what is left (applying
+    # the plan again is refused as stale: A's backup moved the catalog on).
+    rc = Replctl.initialised(tmp_path, "A", "B")
+    rc.append("A", "a1")
+    rc.append("B", "b1")
+    plan = tmp_path / "backups.plan.json"
+    rc("--plan-out", str(plan), "backup", "create", "A", "B")
+    with failpoints.calling("operation.before-finish", ctrl_c):
+        out = rc("apply", str(plan), expect=130)
+    assert out.stderr == (
+        "interrupted; backup create A completed; backup create B not started; "
+        "re-run to resume: replctl backup create B\n"
+    )
+    assert [b["location"] for b in rc.json("backup", "list")["backups"]] == ["A"]
+
+
+def retirement_stopped_at(tmp_path: Path, point: str) -> tuple[Replctl, Outcome]:
+    """`location retire Z --prune-clock` (two operations: the retirement, then the pruning), with Ctrl-C at
+    `point`, first visited in the retirement's operation or between the two."""
+    rc = Replctl.initialised(tmp_path, "A", "Z")
+    rc("topology", "add", "Z", "A")
+    rc.append("Z", "z1")
+    rc("replicate")
+    rc("topology", "remove", "Z", "A")
+    with failpoints.calling(point, ctrl_c) as ran:
+        out = rc("location", "retire", "Z", "--prune-clock", expect=130)
+    assert ran == [point]
+    return rc, out
+
+
+@pytest.mark.parametrize("point", ["operation.before-finish", "retire.before-prune"])
+def test_ctrl_c_after_a_retirement_names_the_pruning_as_not_started(tmp_path: Path, point: str) -> None:
+    # RET1 committed; RET2's pruning, the command's second operation, never began. The line said the
+    # retirement completed and that only the report was cut short (or "nothing committed after them").
+    rc, out = retirement_stopped_at(tmp_path, point)
+    assert [(op["command"], op["outcome"]) for op in operations(rc)[-1:]] == [
+        ("location retire", "succeeded")
+    ]
+    assert rc.location("Z")["state"] == "retired"
+    assert rc.location("Z")["clock_pruned"] is False
+    assert out.stderr == (
+        "interrupted; location retire Z completed; location retire Z --prune-clock not started; "
+        "re-run to resume: replctl location retire Z --prune-clock\n"
+    )
+    rc("location", "retire", "Z", "--prune-clock")
+    assert rc.location("Z")["clock_pruned"] is True
+
+
+def test_ctrl_c_in_the_report_of_an_incomplete_recovery_that_ended_says_it_was_left_incomplete(
+    tmp_path: Path,
+) -> None:
+    # The operation ended (journalled incomplete); SIGINT arrives as the loss report prints.
+    rc = Replctl(tmp_path)
+    rc("init")
+    lose_what_the_neighbour_deleted(rc, lost_from=2)
+    with failpoints.calling("recover.after-end", ctrl_c_in_the_report):
+        out = rc("recover", "location", "A", expect=130)
+    op = operations(rc)[-1]
+    assert (op["command"], op["outcome"], op["error"]) == ("recover location", "incomplete", None)
+    assert (out.stdout, out.stderr) == (
+        "",
+        "interrupted; recover location A left incomplete; the report was cut short: replctl ops list; "
+        "re-run to resume: replctl recover location A\n",
     )
 
 
@@ -171,7 +297,14 @@ def test_ctrl_c_in_the_report_of_an_incomplete_recovery_journals_it_incomplete(t
     rc = Replctl(tmp_path)
     rc("init")
     lose_what_the_neighbour_deleted(rc, lost_from=2)
-    op = recovery_stopped_in_its_report(rc, "recover.after-end", "A")
+    # The line said "completed" and gave no re-run: A is left recovering, and its recovery is finished by one.
+    op = recovery_stopped_in_its_report(
+        rc,
+        "recover.after-end",
+        "A",
+        how="left incomplete",
+        then="; re-run to resume: replctl recover location A",
+    )
     assert (op["command"], op["outcome"], op["error"]) == ("recover location", "incomplete", None)
     assert rc.location("A")["state"] == "recovering"
     # As after an uninterrupted incomplete run (DR5): the loss of a2, a3 is named when it is accepted.
