@@ -261,10 +261,20 @@ def render_status(console: Console, status: StatusView, *, wide: bool = False) -
                 cells.append(f"{entry['max']}" + (f" ({entry['deleted']})" if entry["deleted"] else ""))
             grid.add_row(name, *cells)
         console.print(grid)
+    states = {loc["name"]: loc["state"] for loc in doc["locations"]}
     for p in doc.get("pending_deletions", []):
-        # DEL4: the targets holding it back now; none once a topology change removed them, until its retry.
+        # DEL4: the targets holding it back now; none once a topology change removed them, until its retry,
+        # which leaves it pending while its own log is damaged or recovering (DR0).
         held = ", ".join(b["target"] for b in p["blocked_by"])
-        why = f"held back by {held}" if held else "no target holds it back now; it runs at the next replicate"
+        recovery = recovery_wait(p["location"], states.get(p["location"]))
+        if recovery is not None:
+            why = f"waits: {recovery}" + (f"; held back by {held} too" if held else "")
+        else:
+            why = (
+                f"held back by {held}"
+                if held
+                else "no target holds it back now; it runs at the next replicate"
+            )
         console.print(
             f"pending deletion at {p['location']} up to {p['requested_upto']}, {why}",
             markup=False,
@@ -272,6 +282,16 @@ def render_status(console: Console, status: StatusView, *, wide: bool = False) -
         )
     for w in doc.get("warnings", []):
         console.print(f"warning [{w['code']}]: {w['message']}", markup=False, soft_wrap=True)
+
+
+def recovery_wait(location: str, state: str | None) -> str | None:
+    """Why a pending deletion at `location` waits whatever its targets hold, from its state as `status` shows
+    it: its log is damaged or it is recovering, and DEL4's retry leaves it pending until the recovery ends
+    (DR0). None in any other state."""
+    cause = {"damaged": f"{location}'s log is damaged", "recovering": f"{location} is recovering"}.get(
+        state or ""
+    )
+    return None if cause is None else f"{cause} (DR0); run: replctl recover location {location}"
 
 
 # Colours of the states an operator must notice (issue 18): what stops replication or data in red, what waits

@@ -10,7 +10,7 @@ from replctl.cli.boundary import Effect, run
 from replctl.cli.context import AppContext
 from replctl.cli.options import DryRun
 from replctl.cli.output import stdout
-from replctl.cli.render import Notes, fitted_table, render_unrecoverable, state_text
+from replctl.cli.render import Notes, fitted_table, recovery_wait, render_unrecoverable, state_text
 from replctl.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -109,11 +109,15 @@ def replicate(
             elif out.dry_run:
                 stdout().print(_planned_retry(d), markup=False)
             elif d["pending"]:
+                # A damaged log's deletion waits for its recovery, not for a target (DR0): none is named.
                 held = ", ".join(b["target"] for b in d["blocked_by"])
+                waits = recovery_wait(d["location"], "damaged" if d.get("damaged") else None)
                 stdout().print(
-                    f"pending deletion at {d['location']} still waits for {held}; physically deleted "
-                    f"up to {d['deleted_upto']} of {d['requested_upto']}",
+                    f"pending deletion at {d['location']} still waits"
+                    + (f": {waits}" if waits is not None else f" for {held}")
+                    + f"; physically deleted up to {d['deleted_upto']} of {d['requested_upto']}",
                     markup=False,
+                    soft_wrap=True,
                 )
             else:
                 stdout().print(
@@ -139,10 +143,7 @@ def _planned_retry(d: dict[str, Any]) -> str:
     """A dry run's line for a pending deletion the run retries after its passes (DEL4)."""
     text = f"pending deletion at {d['location']}: "
     if d.get("damaged"):
-        return (
-            text
-            + f"would still wait: its log is damaged (DR0); run: replctl recover location {d['location']}"
-        )
+        return text + f"would still wait: {recovery_wait(d['location'], 'damaged')}"
     if not d["decided"]:
         return text + (
             f"decided once the run has written to {', '.join(d['depends_on'])}; it would physically "

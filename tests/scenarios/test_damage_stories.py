@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from clitool import Replctl, lose_what_the_neighbour_deleted
 
@@ -204,6 +206,41 @@ def test_a_recovering_locations_pending_deletion_waits_and_replication_of_the_re
     assert [(p["location"], p["requested_upto"]) for p in rc.json("status")["pending_deletions"]] == [
         ("A", 2)
     ]
+    # `status` said "no target holds it back now; it runs at the next replicate": the run above left it.
+    assert (
+        "pending deletion at A up to 2, waits: A is recovering (DR0); run: replctl recover location A\n"
+    ) in rc("status").stdout
+
+
+def test_a_damaged_logs_pending_deletion_that_no_target_holds_back_waits_for_its_recovery(
+    tmp_path: Path,
+) -> None:
+    # `status` said "no target holds it back now; it runs at the next replicate", and the next replicate left
+    # it pending, saying it "still waits for ;" (no target): a damaged log decides no deletion (DR0).
+    rc = Replctl.initialised(tmp_path, "A", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "a1", "a2", "a3")
+    # B lacks them (DEL3); then A loses its whole log.
+    assert rc.json("delete", "A", "--upto", "3", expect=5)["pending"] is True
+    rc("drill", "disaster", "A", "--from", "1")
+    assert rc.location("A")["state"] == "damaged"
+    waits = "waits: A's log is damaged (DR0); run: replctl recover location A"
+    assert f"pending deletion at A up to 3, {waits}; held back by B too\n" in rc("status").stdout
+    rc("topology", "remove", "A", "B")
+    assert rc.json("status")["pending_deletions"] == [
+        {"location": "A", "requested_upto": 3, "blocked_by": []}
+    ]
+    assert f"pending deletion at A up to 3, {waits}\n" in rc("status").stdout
+    ran = rc("replicate")
+    assert (
+        ran.stdout.splitlines()[-1] == f"pending deletion at A still {waits}; physically deleted up to 0 of 3"
+    )
+    planned = rc("replicate", "--dry-run")
+    assert (
+        planned.stdout.splitlines()[-1]
+        == f"pending deletion at A: would still {waits.replace('waits', 'wait')}"
+    )
+    assert [p["location"] for p in rc.json("status")["pending_deletions"]] == ["A"]
 
 
 def test_a_connection_that_ran_after_the_recovery_no_longer_says_it_waits_for_one_dr0(rc: Replctl) -> None:
