@@ -168,7 +168,10 @@ def holders_now(
     catalog (its progress past the request, or its CVV covering every segment at stake), as `delete` decides
     before any scan; a damaged target holds back everything (DR0). Status reads no log, so a target only
     the scan would clear is named too: the report errs towards a target that may hold it back, never one
-    that is gone.
+    that is gone. A retry under BK4's guard (the request's `require_recoverable`, or the policy of the run
+    that retried it) also waits for the locations it would leave unrecoverable, which the record names and
+    status cannot decide without the deletion's plan: a recorded one that is still a target is kept, and
+    so is any still active one for a request asked under the guard.
     """
     by_name = {loc.name: loc for loc in locations}
     loc = by_name.get(pending.location)
@@ -177,8 +180,12 @@ def holders_now(
     targets = plan.current_targets(loc.name, connections, by_name)
     cut_bound = plan.bound(loc, pending.requested_upto)
     unclear = {t.name for t in plan.targets_to_scan(targets, segments[loc.name], loc.deleted_upto, cut_bound)}
-    holders = sorted({t.name for t in targets if t.name in unclear or damage.get(t.name)})
-    return replace(pending, blocked_by=tuple(holders))
+    holders = {t.name for t in targets if t.name in unclear or damage.get(t.name)}
+    kept = {t.name for t in targets}
+    if pending.require_recoverable:
+        kept |= {x.name for x in locations if x.state is LocationState.ACTIVE}
+    holders |= {h for h in pending.blocked_by if h in kept}
+    return replace(pending, blocked_by=tuple(sorted(holders)))
 
 
 def version_matrix(locations: list[Location]) -> dict[str, Any]:

@@ -207,8 +207,10 @@ def test_a_recovering_locations_pending_deletion_waits_and_replication_of_the_re
         ("A", 2)
     ]
     # `status` said "no target holds it back now; it runs at the next replicate": the run above left it.
+    # C, still A's target, is the one the deletion recorded as not holding a1, a2 (DEL3).
     assert (
-        "pending deletion at A up to 2, waits: A is recovering (DR0); run: replctl recover location A\n"
+        "pending deletion at A up to 2, waits: A is recovering (DR0); run: replctl recover location A; "
+        "held back by C too\n"
     ) in rc("status").stdout
 
 
