@@ -111,15 +111,20 @@ def test_changed_names_the_files_whose_bytes_differ_from_their_digest_at_their_r
     tmp_path: Path,
 ) -> None:
     # `log verify` sends a file whose SHA-256 differs from its row to `recover`; recovery must see it too.
-    store, path, folder, content = _segment_folder(tmp_path)
+    store, path, folder, _ = _segment_folder(tmp_path)
+    pq.write_table(pa.table({"seq": [1, 2, 3], "key": ["rot-k1", "rot-k2", "rot-k3"]}), folder / DATA)
+    content = (folder / DATA).read_bytes()
     recorded = SegmentFile(DATA, len(content), rows=3, seq_lo=1, seq_hi=3, sha256=file_digest(folder / DATA))
     row = Segment(id=1, location="B", path=path, seq_lo=1, seq_hi=3, count=3, files=(recorded,))
     assert changed(store, row) == frozenset()
     rotted = bytearray(content)
-    rotted[len(content) // 3] ^= 0x01  # one bit, the size kept
+    rotted[content.find(b"rot-k2") + 5] ^= 0x01  # one bit of a value, the size kept: it still parses
     (folder / DATA).write_bytes(bytes(rotted))
     assert changed(store, row) == {DATA}
     assert held(store, row, leave_out=changed(store, row)) is None
+    # Zeroed at its size (a torn write): no Parquet any more, so `held` leaves it out; nothing to ask about.
+    (folder / DATA).write_bytes(bytes(len(content)))
+    assert changed(store, row) == frozenset() and held(store, row) is None
     # No digest recorded (older rows, remote stores): not judged by it.
     assert changed(store, replace(row, files=(replace(recorded, sha256=None),))) == frozenset()
     # Another size: judged by what it reads (a file cut short keeps its prefix, DR0), not by its digest.

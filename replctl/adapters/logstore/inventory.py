@@ -75,9 +75,10 @@ def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
 
 def changed(store: LogStore, segment: Segment) -> frozenset[str]:
     """The catalogued data files of `segment` the store holds at their recorded size whose bytes are not the
-    ones written: their SHA-256 differs from the row's (bit rot, a torn or foreign overwrite at the same
-    size). `log verify` reports them (SEG) and sends the operator to `recover`, so recovery must see them as
-    damage too: a file whose footer still parsed was kept, and the recovery found nothing to recover.
+    ones written, though they still parse: their SHA-256 differs from the row's (bit rot, a foreign overwrite
+    at the same size). `log verify` reports them (SEG) and sends the operator to `recover`, so recovery must
+    see them as damage too: a file whose footer still parsed was kept, and the recovery found nothing to
+    recover. One that no longer parses (zeroed by a torn write) holds nothing: `held` leaves it out.
 
     Reads every such file whole: for recovery only, which reads the log anyway. A file of another size is
     judged by what it reads (cut short, it keeps its prefix: DR0); a row that records no digest (older rows,
@@ -91,6 +92,7 @@ def changed(store: LogStore, segment: Segment) -> frozenset[str]:
         if f.sha256 is not None
         and stored.get(f.name) == f.size
         and _differs(store.local_path(f"{segment.path}/{f.name}"), f.sha256)
+        and readable(store.local_path(f"{segment.path}/{f.name}"))
     )
 
 
