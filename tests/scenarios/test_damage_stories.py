@@ -418,3 +418,30 @@ def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_co
     assert done["discarded"] == {"A": [2, 3]}
     assert rc.keys("A") == ["rot-a1"]
     assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+@pytest.mark.parametrize(
+    ("older", "damage"),
+    [("file_contents = NULL", "zeroed"), ("files = NULL, file_contents = NULL", "missing")],
+)
+def test_log_verify_reports_an_unreadable_segment_whose_older_row_records_no_digest(
+    rc: Replctl, older: str, damage: str
+) -> None:
+    # A row from before revision 0005 records no digest (before 0004, no files either): `held` left out its
+    # zeroed or removed data file and nothing reported it, so `log verify` said "A: ok (I1–I7)" while `log
+    # show` failed on the file (or `status` said damaged).
+    from sqlalchemy import create_engine, text
+
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    rc.append("A", "a3")
+    engine = create_engine(rc.db_url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE segments SET {older} WHERE seq_lo = 1"))
+    engine.dispose()
+    _damage_file(rc, "A", 0, damage)
+    [seg] = [s for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 1]
+    [log] = rc.json("log", "verify", "A", expect=3)["logs"]
+    assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
+        ("SEG", 1, f"segment {seg['path']} holds no events, the catalog says 2")
+    ]
