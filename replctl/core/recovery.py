@@ -20,11 +20,15 @@ from replctl.core.vectortime import VectorTime
 
 @dataclass(frozen=True)
 class FileRead:
-    """What reading one data file of a catalogued segment gave: its rows and smallest and largest seq."""
+    """What reading one data file of a catalogued segment gave: its rows and smallest and largest seq.
+
+    `changed`: the store holds the file at its recorded size, but its bytes are not the ones written (their
+    SHA-256 differs from the row's): it is not read, and counts as lost (no rows), as a missing file does."""
 
     rows: int
     seq_lo: int | None
     seq_hi: int | None
+    changed: bool = False
 
 
 def lost_from(segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileRead]]) -> int | None:
@@ -44,11 +48,22 @@ def lost_from(segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileR
 
 
 def held_past(read: Mapping[str, Mapping[str, FileRead]], seq: int) -> bool:
-    """Whether the store still reads a row at or past `seq` (`read` as `lost_from` takes it). A gap found in
+    """Whether the store still holds rows at or past `seq` (`read` as `lost_from` takes it). A gap found in
     the middle of a log (a missing or damaged file with intact ones after it) counts as a suffix loss (DR0),
     so the recovery would discard those intact rows: they need the same consent as a declared loss below
-    the gap (`services.loss.refuse_discard`)."""
-    return any(r.rows and r.seq_hi is not None and r.seq_hi >= seq for f in read.values() for r in f.values())
+    the gap (`services.loss.refuse_discard`). So does a file whose bytes changed (`FileRead.changed`): it
+    counts as lost from its first seq, which is at or past `seq`, yet the store still holds it, and its rows
+    may mostly read; a file that is missing, or no Parquet file any more, holds nothing to ask about."""
+    return any(
+        r.changed or (r.rows and r.seq_hi is not None and r.seq_hi >= seq)
+        for f in read.values()
+        for r in f.values()
+    )
+
+
+def changed_in(read: Mapping[str, Mapping[str, FileRead]]) -> bool:
+    """Whether the store holds a file whose bytes changed since it was written (`FileRead.changed`)."""
+    return any(r.changed for f in read.values() for r in f.values())
 
 
 def _first_lost(seg: Segment, files: Mapping[str, FileRead]) -> int | None:

@@ -41,10 +41,13 @@ def refuse_discard(
     how: str,
     accept_loss: bool,
     doc: dict[str, Any],
+    changed: bool = False,
 ) -> None:
     """DR0: refuse to drop the events A still stores intact (those of `cut` with seq in [`seq_from`,
     `seq_below`)) that no other live location stores, of any origin, unless `accept_loss`; then
-    `doc["discarded"]` names them per origin. `how` is the option that asked (` --lost-from 3`).
+    `doc["discarded"]` names them per origin. `how` is the option that asked (` --lost-from 3`); `changed`:
+    some of them are in a file whose bytes changed since it was written (`core.recovery.FileRead.changed`),
+    read for what it still holds, so the refusal does not call them intact.
 
     Decided on what is stored, not on CVVs: a CVV also covers events its location deleted physically (EM2)
     or never received through a filtered connection, which are held nowhere."""
@@ -55,11 +58,17 @@ def refuse_discard(
     doc["discarded"] = {o: list(loss.span(times)) for o, times in found.items()}
     if not found or accept_loss:
         return
+    stores = (
+        "still stores, some in a file whose bytes changed since it was written (log verify names it),"
+        if changed
+        else "still stores intact"
+    )
     raise Refused(
         f"refused [DR0]: recover location {loc.name}{how} would discard {loss.ranges_text(found)}, which "
-        f"{loc.name} still stores intact and no other location stores; nothing was changed",
+        f"{loc.name} {stores} and no other location stores; nothing was changed",
         code="DR0",
-        hint=f"replctl recover location {loc.name}{how} --accept-loss",
+        hint=f"replctl recover location {loc.name}{how} --accept-loss"
+        + (" (copy the changed file aside first to keep what it still reads)" if changed else ""),
     )
 
 

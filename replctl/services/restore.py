@@ -213,6 +213,7 @@ def _consent(
             how=how,
             accept_loss=accept_loss,
             doc=doc,
+            changed=dr.changed_in(read),
         )
         others = [x.cvv for x in tx.locations() if x.name != name]
         base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))

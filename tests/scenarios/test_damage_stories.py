@@ -79,12 +79,12 @@ def test_a_rewritten_segment_whose_files_differ_from_its_row_is_damage(rc: Replc
     _refused(rc, "damaged", "A", "log", "append", "A", "--event", '{"key": "a3"}')
 
 
-def _a_three_segments_both_ways(rc: Replctl) -> None:
-    """A↔B, a1, a2 and a3 appended at A one segment each, replicated to B."""
+def _a_three_segments_both_ways(rc: Replctl, keys: tuple[str, str, str] = ("a1", "a2", "a3")) -> None:
+    """A↔B, three events (`keys`) appended at A one segment each, replicated to B."""
     rc("location", "add", "A")
     rc("location", "add", "B")
     rc("topology", "add", "A", "B", "--both")
-    for key in ("a1", "a2", "a3"):
+    for key in keys:
         rc.append("A", key)
     rc("replicate")
 
@@ -391,3 +391,96 @@ def test_a_gap_whose_later_events_a_neighbour_stores_is_recovered_without_asking
     done = rc.json("recover", "location", "A")
     assert (done["lost_from"], done["discarded"], done["lost"]) == (1, {}, {})
     assert rc.keys("A") == ["a1", "a2", "a3"]
+
+
+def _rot_file(rc: Replctl, location: str, index: int, key: str) -> None:
+    """Change one byte of `key` in the data file of `location`'s `index`-th segment, at its size (bit rot):
+    the footer still parses and the rows still read, but the bytes are not the ones recorded."""
+    folder = sorted((rc.store / location).glob("seg-*"))[index]
+    data = next(f for f in folder.iterdir() if f.suffix == ".parquet")
+    raw = bytearray(data.read_bytes())
+    at = raw.find(key.encode())
+    assert at >= 0, key
+    raw[at + len(key) - 1] ^= 0x01
+    data.write_bytes(bytes(raw))
+
+
+def test_a_file_whose_bytes_changed_at_its_size_is_recovered_from_its_neighbour(rc: Replctl) -> None:
+    # `log verify` reports a file whose SHA-256 differs from its row (SEG) and sends the operator to
+    # `recover`, which read the file (its footer parsed) and found "nothing to recover": the rotted file
+    # stayed, and so did the refusal. Now recovery counts it lost from its first seq (DR0) and B serves the
+    # events again (DR4); nothing is asked, as B stores them all.
+    _a_three_segments_both_ways(rc, ("rot-a1", "rot-a2", "rot-a3"))
+    _rot_file(rc, "A", 1, "rot-a2")
+    [seg] = [s for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 2]
+    [name] = [p.name for p in (rc.store / seg["path"]).glob("*.parquet")]
+    [log] = rc.json("log", "verify", "A", expect=3)["logs"]
+    assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
+        ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256")
+    ]
+    assert rc("recover", "location", "A", "--dry-run").stdout.splitlines() == [
+        "A: events from seq 2 on are lost",
+        "  would reset progress A→B: 3 → 1 (DR2)",
+        "  would reset progress B→A: 3 → 0 (DR2)",
+        "  round 1: from B (DR4)",
+        "A: clock 3 (the events recovered take the seqs after it), CVV {A:3}",
+    ]
+    done = rc.json("recover", "location", "A")
+    assert (done["lost_from"], done["discarded"], done["lost"]) == (2, {}, {})
+    assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [
+        (1, "rot-a1"),
+        (5, "rot-a2"),
+        (6, "rot-a3"),
+    ]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_consent(rc: Replctl) -> None:
+    # DR0: A alone stores rot-a2 (in the rotted file) and rot-a3 (intact, after it). The file still reads,
+    # so the recovery asks before it discards them, and does not call them intact.
+    rc("location", "add", "A")
+    for key in ("rot-a1", "rot-a2", "rot-a3"):
+        rc.append("A", key)
+    _rot_file(rc, "A", 1, "rot-a2")
+    files, before = _stored_bytes(rc, "A"), rc.snapshot()
+    for dry_run in ([], ["--dry-run"]):
+        assert rc.json("recover", "location", "A", *dry_run, expect=3)["error"] == {
+            "code": "DR0",
+            "message": "refused [DR0]: recover location A would discard A:2..3, which A still stores, some in "
+            "a file whose bytes changed since it was written (log verify names it), and no other location "
+            "stores; nothing was changed",
+            "hint": "replctl recover location A --accept-loss (copy the changed file aside first to keep what "
+            "it still reads)",
+        }
+    assert _stored_bytes(rc, "A") == files and rc.snapshot() == before
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert done["discarded"] == {"A": [2, 3]}
+    assert rc.keys("A") == ["rot-a1"]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+@pytest.mark.parametrize(
+    ("older", "damage"),
+    [("file_contents = NULL", "zeroed"), ("files = NULL, file_contents = NULL", "missing")],
+)
+def test_log_verify_reports_an_unreadable_segment_whose_older_row_records_no_digest(
+    rc: Replctl, older: str, damage: str
+) -> None:
+    # A row from before revision 0005 records no digest (before 0004, no files either): `held` left out its
+    # zeroed or removed data file and nothing reported it, so `log verify` said "A: ok (I1–I7)" while `log
+    # show` failed on the file (or `status` said damaged).
+    from sqlalchemy import create_engine, text
+
+    rc("location", "add", "A")
+    rc.append("A", "a1", "a2")
+    rc.append("A", "a3")
+    engine = create_engine(rc.db_url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE segments SET {older} WHERE seq_lo = 1"))
+    engine.dispose()
+    _damage_file(rc, "A", 0, damage)
+    [seg] = [s for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 1]
+    [log] = rc.json("log", "verify", "A", expect=3)["logs"]
+    assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
+        ("SEG", 1, f"segment {seg['path']} holds no events, the catalog says 2")
+    ]

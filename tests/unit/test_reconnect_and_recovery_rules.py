@@ -340,3 +340,22 @@ def test_held_past_says_whether_the_store_still_reads_a_row_at_or_past_the_gap()
     assert held_past(read, 3) and held_past(read, 5)
     assert not held_past(read, 6)
     assert not held_past({}, 1)
+
+
+def test_a_file_whose_bytes_changed_is_lost_from_its_first_seq_yet_still_held() -> None:
+    # `FileRead.changed`: recovery discards it as a gap (DR0), but the store still holds it, so the events
+    # it held need the consent intact ones past a gap need (`held_past`), and the refusal says so.
+    from replctl.core.model import Segment, SegmentFile
+    from replctl.core.recovery import FileRead, changed_in, held_past, lost_from
+
+    files = (SegmentFile("f", 10, rows=2, seq_lo=3, seq_hi=4, sha256="x"),)
+    segments = [
+        Segment(1, "A", "A/s1", 1, 2, 2, files=(SegmentFile("e", 10, rows=2, seq_lo=1, seq_hi=2),)),
+        Segment(2, "A", "A/s2", 3, 4, 2, files=files),
+    ]
+    whole = {"A/s1": {"e": FileRead(2, 1, 2)}}
+    read = {**whole, "A/s2": {"f": FileRead(0, None, None, changed=True)}}
+    assert lost_from(segments, read) == 3
+    assert held_past(read, 3) and changed_in(read)
+    assert lost_from(segments, whole) == 3
+    assert not held_past(whole, 3) and not changed_in(whole)

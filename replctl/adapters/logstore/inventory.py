@@ -2,8 +2,8 @@
 
 A segment row names its data files (issue 19): readers read exactly those, never a folder listing, so a stray
 file is never read; the census of damage compares their names and sizes (`core.damage`); a read compares the
-rows it got with the rows recorded; recovery places a lost file by the seq range it held (DR0); `log verify`
-and a copy compare SHA-256 digests, since they read the bytes anyway.
+rows it got with the rows recorded; recovery places a lost file by the seq range it held (DR0); `log verify`,
+a copy and recovery compare SHA-256 digests, since they read the bytes anyway.
 
 Cost: the digest is one streamed pass over files the job has just written (still in the page cache), at
 hashing speed, a small fraction of what writing them through Spark took; the rows and seq range come from
@@ -13,6 +13,7 @@ nothing is recorded for them, as the census does not check them.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,7 +73,40 @@ def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
     return meta.num_rows, min(lows), max(highs)
 
 
-def held(store: LogStore, segment: Segment) -> Segment | None:
+def changed(store: LogStore, segment: Segment) -> frozenset[str]:
+    """The catalogued data files of `segment` the store holds at their recorded size whose bytes are not the
+    ones written, though they still parse: their SHA-256 differs from the row's (bit rot, a foreign overwrite
+    at the same size). `log verify` reports them (SEG) and sends the operator to `recover`, so recovery must
+    see them as damage too: a file whose footer still parsed was kept, and the recovery found nothing to
+    recover. One that no longer parses (zeroed by a torn write) holds nothing: `held` leaves it out.
+
+    Reads every such file whole: for recovery only, which reads the log anyway. A file of another size is
+    judged by what it reads (cut short, it keeps its prefix: DR0); a row that records no digest (older rows,
+    remote stores) is not checked."""
+    if not store.is_local or not segment.files:
+        return frozenset()
+    stored = store.segment_files(segment.path) or {}
+    return frozenset(
+        f.name
+        for f in segment.files
+        if f.sha256 is not None
+        and stored.get(f.name) == f.size
+        and _differs(store.local_path(f"{segment.path}/{f.name}"), f.sha256)
+        and readable(store.local_path(f"{segment.path}/{f.name}"))
+    )
+
+
+def _differs(path: Path, sha256: str) -> bool:
+    """Whether the file's bytes hash otherwise than `sha256`; a file gone meanwhile is `held`'s to leave out."""
+    try:
+        return file_digest(path) != sha256
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+
+
+def held(store: LogStore, segment: Segment, *, leave_out: Collection[str] = ()) -> Segment | None:
     """`segment` narrowed to the catalogued files the store still holds (None: none of them, or its folder
     is gone); a file the row does not name is never among them (issue 19), nor one that is no Parquet file
     any more (truncated, overwritten, zeroed at its size by a torn write): lost as a missing file is (DR0),
@@ -81,7 +115,8 @@ def held(store: LogStore, segment: Segment) -> Segment | None:
 
     Every kept file's footer is read (`readable`): only recovery and verification read the log this way,
     and a file zeroed at its recorded size failed a recovery's first read with Spark's error, leaving the
-    operator no way out but removing it by hand."""
+    operator no way out but removing it by hand. `leave_out`: names of files not to keep either (recovery's
+    `changed` files)."""
     if not store.is_local:
         return segment
     stored = store.segment_files(segment.path)
@@ -92,7 +127,9 @@ def held(store: LogStore, segment: Segment) -> Segment | None:
     kept = tuple(
         f
         for f in segment.files
-        if f.name in stored and readable(store.local_path(f"{segment.path}/{f.name}"))
+        if f.name in stored
+        and f.name not in leave_out
+        and readable(store.local_path(f"{segment.path}/{f.name}"))
     )
     return replace(segment, files=kept) if kept else None
 
@@ -116,12 +153,7 @@ def readable(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise EnvironmentFailure(
-            f"cannot read the segment file {path}: {exc}",
-            code="store",
-            hint="check the file's permissions, the disk holding the store and the open-file limit (ulimit -n), "
-            "then re-run",
-        ) from exc
+        raise _cannot_read(path, exc) from exc
     try:
         pq.ParquetFile(path).metadata  # noqa: B018 - reading the footer is the check
     except FileNotFoundError:
@@ -137,3 +169,13 @@ def readable(path: Path) -> bool:
     except (pa.ArrowInvalid, NotImplementedError):  # not Parquet as replctl writes it
         return False
     return True
+
+
+def _cannot_read(path: Path, exc: OSError) -> EnvironmentFailure:
+    """A segment file the system would not open or read: says nothing about its bytes (exit 6)."""
+    return EnvironmentFailure(
+        f"cannot read the segment file {path}: {exc}",
+        code="store",
+        hint="check the file's permissions, the disk holding the store and the open-file limit (ulimit -n), "
+        "then re-run",
+    )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from replctl.adapters.logstore.inventory import held
+from replctl.adapters.logstore.inventory import changed, held
 from replctl.adapters.spark.jobs import write_segment
 from replctl.adapters.spark.schema import lub_by_scan, read_events
 from replctl.adapters.spark.session import spark_failures
@@ -27,11 +27,18 @@ def census(
     """Per segment path, per data file read: its rows and seq range (what `core.recovery.lost_from` takes).
 
     Only catalogued files the store holds are read; a segment or file that is gone is absent. One scan of
-    the seq column, grouped by the file each row came from (Parquet footers make it cheap).
+    the seq column, grouped by the file each row came from (Parquet footers make it cheap). A file whose
+    bytes changed at its size (`inventory.changed`) is not read: it is there with no rows, `changed`.
     """
-    readable = [p for p in (held(store, s) for s in segments) if p is not None]
+    rotted = {s.path: changed(store, s) for s in segments}
+    found: dict[str, dict[str, FileRead]] = {
+        path: dict.fromkeys(sorted(names), FileRead(0, None, None, changed=True))
+        for path, names in rotted.items()
+        if names
+    }
+    readable = [p for p in (held(store, s, leave_out=rotted[s.path]) for s in segments) if p is not None]
     if not readable:
-        return {}
+        return found
     with spark_failures("checking the stored segments (DR0)"):
         rows = (
             read_events(spark, store, readable)
@@ -41,7 +48,6 @@ def census(
             .collect()
         )
     folders = {seg.path.rsplit("/", 1)[-1]: seg.path for seg in readable}
-    found: dict[str, dict[str, FileRead]] = {}
     for row in rows:
         folder, name = str(row["file"]).rsplit("/", 2)[-2:]
         path = folders.get(folder)
@@ -68,7 +74,7 @@ def truncate_below(
 
     `keys` and `identity_origins` are as for `jobs.write_segment`.
     """
-    readable = held(store, segment)
+    readable = held(store, segment, leave_out=changed(store, segment))
     if readable is None:
         return None
     with spark_failures("keeping the survivors of a damaged segment"):
@@ -82,7 +88,7 @@ def survivors_below(
     """What `truncate_below` would keep of one damaged segment, read and written nowhere (a dry run's DR1):
     the same rows (`_below`), their count, seq range and LUB of `vt ⊔ identity` (RET4); None when none survive.
     """
-    readable = held(store, segment)
+    readable = held(store, segment, leave_out=changed(store, segment))
     if readable is None:
         return None
     with spark_failures("reading the survivors of a damaged segment"):
