@@ -51,19 +51,24 @@ class CommandProgress:
         said = [
             f"{', '.join(e.label for e in run)} {how}" for how, run in groupby(self.ended, lambda e: e.how)
         ]
-        left = list(self.to_come)
+        to_come = list(self.to_come)
+        if stopped is None and self.running is not None:
+            # Begun but neither stopped inside nor ended: the Ctrl-C came while it journalled its start and
+            # took its leases (`operations._begin`), before any of its work; it is one not started.
+            to_come.insert(0, self.running)
+        left = list(to_come)
         if stopped is not None:
             label, steps = stopped
             lost = f"nothing committed after step {steps}"
             said.append(f"{label}: {lost}" if said or left else lost)
             if self.running == label:
                 left.insert(0, label)
-        elif report is not None and not self.to_come:
+        elif report is not None and not to_come:
             said.append(f"the report was cut short: {report}")
-        elif not self.to_come:
+        elif not to_come:
             said.append("nothing committed after them" if said else "nothing committed")
-        if self.to_come:
-            said.append(f"{', '.join(self.to_come)} not started")
+        if to_come:
+            said.append(f"{', '.join(to_come)} not started")
         hints = [e.again for e in self.ended if e.how == INCOMPLETE and e.again is not None]
         if left and self.again is not None:
             hints.append(self.again(left))
