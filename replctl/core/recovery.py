@@ -61,9 +61,24 @@ def held_past(read: Mapping[str, Mapping[str, FileRead]], seq: int) -> bool:
     )
 
 
-def changed_in(read: Mapping[str, Mapping[str, FileRead]]) -> bool:
-    """Whether the store holds a file whose bytes changed since it was written (`FileRead.changed`)."""
-    return any(r.changed for f in read.values() for r in f.values())
+def without_changed(
+    segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileRead]]
+) -> tuple[list[Segment], list[tuple[int, int]]]:
+    """`segments` narrowed to the files whose bytes are the ones written (a reader reads only the files a
+    row names), and the seq ranges the others held, as their rows recorded them. A changed file is never
+    read to decide what a recovery may discard: it may not decode (the read fails), or decode into other
+    identities than it held; what it held is known only by its row's seq range."""
+    kept, ranges = [], []
+    for seg in segments:
+        gone = {name for name, r in read.get(seg.path, {}).items() if r.changed}
+        if not gone or seg.files is None:
+            kept.append(seg)
+            continue
+        for f in seg.files:
+            if f.name in gone:
+                ranges.append((f.seq_lo if f.seq_lo is not None else seg.seq_lo, f.seq_hi or seg.seq_hi))
+        kept.append(replace(seg, files=tuple(f for f in seg.files if f.name not in gone)))
+    return kept, sorted(ranges)
 
 
 def _first_lost(seg: Segment, files: Mapping[str, FileRead]) -> int | None:

@@ -41,13 +41,15 @@ def refuse_discard(
     how: str,
     accept_loss: bool,
     doc: dict[str, Any],
-    changed: bool = False,
+    changed: Sequence[tuple[int, int]] = (),
 ) -> None:
     """DR0: refuse to drop the events A still stores intact (those of `cut` with seq in [`seq_from`,
     `seq_below`)) that no other live location stores, of any origin, unless `accept_loss`; then
-    `doc["discarded"]` names them per origin. `how` is the option that asked (` --lost-from 3`); `changed`:
-    some of them are in a file whose bytes changed since it was written (`core.recovery.FileRead.changed`),
-    read for what it still holds, so the refusal does not call them intact.
+    `doc["discarded"]` names them per origin. `how` is the option that asked (` --lost-from 3`).
+
+    `changed`: the seq ranges of A's files whose bytes changed since they were written
+    (`core.recovery.without_changed`; `cut` names none of them). Nothing says which events they held, so
+    dropping them needs the consent too, whatever other locations store (those come back from them).
 
     Decided on what is stored, not on CVVs: a CVV also covers events its location deleted physically (EM2)
     or never received through a filtered connection, which are held nowhere."""
@@ -56,19 +58,26 @@ def refuse_discard(
     ]
     found = engine.unheld(cut, seq_from=seq_from, seq_below=seq_below, elsewhere=elsewhere) if cut else {}
     doc["discarded"] = {o: list(loss.span(times)) for o, times in found.items()}
-    if not found or accept_loss:
+    rotted = [(lo, hi) for lo, hi in changed if hi >= seq_from and (seq_below is None or lo < seq_below)]
+    if not (found or rotted) or accept_loss:
         return
-    stores = (
-        "still stores, some in a file whose bytes changed since it was written (log verify names it),"
-        if changed
-        else "still stores intact"
+    said = (
+        [f"{loss.ranges_text(found)}, which {loc.name} still stores intact and no other location stores"]
+        if found
+        else []
     )
+    if rotted:
+        seqs = ", ".join(f"{lo}..{hi}" if hi != lo else str(lo) for lo, hi in rotted)
+        said.append(
+            f"the events of seq {seqs} of {loc.name}'s log, in a file whose bytes changed since it was written "
+            "(log verify names it; what other locations store of them comes back from them)"
+        )
     raise Refused(
-        f"refused [DR0]: recover location {loc.name}{how} would discard {loss.ranges_text(found)}, which "
-        f"{loc.name} {stores} and no other location stores; nothing was changed",
+        f"refused [DR0]: recover location {loc.name}{how} would discard {', and '.join(said)}; nothing was "
+        "changed",
         code="DR0",
         hint=f"replctl recover location {loc.name}{how} --accept-loss"
-        + (" (copy the changed file aside first to keep what it still reads)" if changed else ""),
+        + (" (copy the changed file aside first to keep what it still reads)" if rotted else ""),
     )
 
 

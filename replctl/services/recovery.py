@@ -14,7 +14,7 @@ loss. The readers of A still fall back to A's last survivor (DR2) and find a gap
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -261,7 +261,7 @@ def _recover(
     with ctx.transaction() as tx:
         loc = get_location(tx, name)
         segments = tx.segments(name)
-    first_lost, found, past, rotted = _find_loss(engine, segments, declared)
+    first_lost, found, past, read = _find_loss(engine, segments, declared)
     # What the recovery reports lost is measured against these: A's clock and CVV before the loss, which a
     # resumed run reads from the run it resumes (A's CVV was already recomputed from the survivors).
     clock_before, cvv_before = before_loss(ctx, loc)
@@ -289,7 +289,7 @@ def _recover(
             first_lost=first_lost,
             found=found,
             past=past,
-            rotted=rotted,
+            read=read,
             manifests=manifests,
             doc=doc,
             accept_loss=accept_loss,
@@ -315,15 +315,15 @@ def _consent(
     first_lost: int,
     found: int | None,
     past: bool,
-    rotted: bool,
+    read: Mapping[str, Mapping[str, dr.FileRead]],
     manifests: list[Manifest] | None,
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
     """Before anything changes, dry run and run alike: DR0's consent to discard intact events no other
     location stores (a declared loss below the census's own first gap, and what the store still holds past
-    that gap: `past`, `rotted` when some of it is in a file whose bytes changed), and BK3's refusal to lose
-    what A's backup holds."""
+    that gap: `past`, and a file whose bytes changed, `read` as the census gave it), and BK3's refusal to
+    lose what A's backup holds."""
     _refuse_older_store(engine.store, loc, found, accept_loss=accept_loss)
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
@@ -336,7 +336,9 @@ def _consent(
             # too, which the recovery discards with the rest of the suffix: a truncated file silently took
             # intact later events of a location that alone stored them.
             below = None if past else found
-            cut = [s for s in segments if s.seq_hi >= first_lost and (below is None or s.seq_lo < below)]
+            cut, changed = dr.without_changed(
+                [s for s in segments if s.seq_hi >= first_lost and (below is None or s.seq_lo < below)], read
+            )
             loss.refuse_discard(
                 tx,
                 engine,
@@ -347,7 +349,7 @@ def _consent(
                 how=how,
                 accept_loss=accept_loss,
                 doc=doc,
-                changed=rotted,
+                changed=changed,
             )
         others = [x.cvv for x in tx.locations() if x.name != loc.name]
 
@@ -496,20 +498,20 @@ def _refuse_older_store(store: LogStore, loc: Location, found: int | None, *, ac
 
 def _find_loss(
     engine: DataPlane, segments: list[Segment], declared: int | None
-) -> tuple[int | None, int | None, bool, bool]:
+) -> tuple[int | None, int | None, bool, dict[str, dict[str, dr.FileRead]]]:
     """DR0: the declared first lost seq, or the first seq the store no longer holds as catalogued (a gap
     counts from its start: what follows it is not claimed as held); what the census alone found; whether
-    the store still holds events past that gap (`core.recovery.held_past`); and whether some of them are in a
-    file whose bytes changed (`core.recovery.changed_in`)."""
-    found, past, rotted = None, False, False
+    the store still holds events past that gap (`core.recovery.held_past`); and what the census read
+    (`core.recovery.without_changed` takes the files whose bytes changed from it)."""
+    found, past = None, False
+    read: dict[str, dict[str, dr.FileRead]] = {}
     if segments:
         read = engine.census(segments)
         found = dr.lost_from(segments, read)
         past = found is not None and dr.held_past(read, found)
-        rotted = dr.changed_in(read)
     if declared is None:
-        return found, found, past, rotted
-    return (declared if found is None else min(declared, found)), found, past, rotted
+        return found, found, past, read
+    return (declared if found is None else min(declared, found)), found, past, read
 
 
 def _blocked_into(ctx: OperationContext, name: str) -> bool:

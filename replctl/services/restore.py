@@ -200,7 +200,9 @@ def _consent(
     # Past a gap in the middle of A's log the store still holds intact events, which the restore discards
     # with the rest: they need the consent too (`core.recovery.held_past`).
     below = None if found is not None and dr.held_past(read, found) else found
-    cut = [s for s in present if s.seq_hi > manifest.last_seq and (below is None or s.seq_lo < below)]
+    cut, changed = dr.without_changed(
+        [s for s in present if s.seq_hi > manifest.last_seq and (below is None or s.seq_lo < below)], read
+    )
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
         loss.refuse_discard(
@@ -213,7 +215,7 @@ def _consent(
             how=how,
             accept_loss=accept_loss,
             doc=doc,
-            changed=dr.changed_in(read),
+            changed=changed,
         )
         others = [x.cvv for x in tx.locations() if x.name != name]
         base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))

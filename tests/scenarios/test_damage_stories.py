@@ -393,39 +393,59 @@ def test_a_gap_whose_later_events_a_neighbour_stores_is_recovered_without_asking
     assert rc.keys("A") == ["a1", "a2", "a3"]
 
 
-def _rot_file(rc: Replctl, location: str, index: int, key: str) -> None:
-    """Change one byte of `key` in the data file of `location`'s `index`-th segment, at its size (bit rot):
-    the footer still parses and the rows still read, but the bytes are not the ones recorded."""
+def _rot_file(rc: Replctl, location: str, index: int, key: str | None) -> None:
+    """Change one byte of `location`'s `index`-th segment's data file at its size: in the value `key` (bit
+    rot the footer and the rows survive), or with `key` None in the first page's header (the footer still
+    parses, the data no longer decodes)."""
     folder = sorted((rc.store / location).glob("seg-*"))[index]
     data = next(f for f in folder.iterdir() if f.suffix == ".parquet")
     raw = bytearray(data.read_bytes())
-    at = raw.find(key.encode())
-    assert at >= 0, key
-    raw[at + len(key) - 1] ^= 0x01
+    at = 4 if key is None else raw.find(key.encode()) + len(key) - 1
+    assert at >= 4, key
+    raw[at] ^= 0xFF if key is None else 0x01
     data.write_bytes(bytes(raw))
 
 
-def test_a_file_whose_bytes_changed_at_its_size_is_recovered_from_its_neighbour(rc: Replctl) -> None:
+def _changed_refusal(how: str = "") -> dict[str, str]:
+    return {
+        "code": "DR0",
+        "message": f"refused [DR0]: recover location A{how} would discard the events of seq 2 of A's log, in a "
+        "file whose bytes changed since it was written (log verify names it; what other locations store of "
+        "them comes back from them); nothing was changed",
+        "hint": f"replctl recover location A{how} --accept-loss (copy the changed file aside first to keep "
+        "what it still reads)",
+    }
+
+
+@pytest.mark.parametrize("key", ["rot-a2", None], ids=["still-decodes", "no-longer-decodes"])
+def test_a_file_whose_bytes_changed_at_its_size_is_recovered_from_its_neighbour_with_consent(
+    rc: Replctl, key: str | None
+) -> None:
     # `log verify` reports a file whose SHA-256 differs from its row (SEG) and sends the operator to
-    # `recover`, which read the file (its footer parsed) and found "nothing to recover": the rotted file
-    # stayed, and so did the refusal. Now recovery counts it lost from its first seq (DR0) and B serves the
-    # events again (DR4); nothing is asked, as B stores them all.
+    # `recover`, which read the file (its footer parsed) and found "nothing to recover", or failed on its
+    # bytes (exit 6), as `log verify` itself did. Now the file is never read: `log verify` reports it, and
+    # recovery counts it lost from its first seq (DR0). What it held is known only by its row's seq range, so
+    # discarding it needs consent; then B serves the events again (DR4) and nothing is lost.
     _a_three_segments_both_ways(rc, ("rot-a1", "rot-a2", "rot-a3"))
-    _rot_file(rc, "A", 1, "rot-a2")
+    _rot_file(rc, "A", 1, key)
     [seg] = [s for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 2]
     [name] = [p.name for p in (rc.store / seg["path"]).glob("*.parquet")]
     [log] = rc.json("log", "verify", "A", expect=3)["logs"]
     assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
         ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256")
     ]
-    assert rc("recover", "location", "A", "--dry-run").stdout.splitlines() == [
+    files, before = _stored_bytes(rc, "A"), rc.snapshot()
+    for dry_run in ([], ["--dry-run"]):
+        assert rc.json("recover", "location", "A", *dry_run, expect=3)["error"] == _changed_refusal()
+    assert _stored_bytes(rc, "A") == files and rc.snapshot() == before
+    assert rc("recover", "location", "A", "--accept-loss", "--dry-run").stdout.splitlines() == [
         "A: events from seq 2 on are lost",
         "  would reset progress A→B: 3 → 1 (DR2)",
         "  would reset progress B→A: 3 → 0 (DR2)",
         "  round 1: from B (DR4)",
         "A: clock 3 (the events recovered take the seqs after it), CVV {A:3}",
     ]
-    done = rc.json("recover", "location", "A")
+    done = rc.json("recover", "location", "A", "--accept-loss")
     assert (done["lost_from"], done["discarded"], done["lost"]) == (2, {}, {})
     assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [
         (1, "rot-a1"),
@@ -436,8 +456,8 @@ def test_a_file_whose_bytes_changed_at_its_size_is_recovered_from_its_neighbour(
 
 
 def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_consent(rc: Replctl) -> None:
-    # DR0: A alone stores rot-a2 (in the rotted file) and rot-a3 (intact, after it). The file still reads,
-    # so the recovery asks before it discards them, and does not call them intact.
+    # DR0: A alone stores rot-a2 (in the rotted file) and rot-a3 (intact, after it): the refusal names
+    # rot-a3 by identity and rot-a2 by the seq range its file's row recorded, without calling it intact.
     rc("location", "add", "A")
     for key in ("rot-a1", "rot-a2", "rot-a3"):
         rc.append("A", key)
@@ -446,15 +466,16 @@ def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_co
     for dry_run in ([], ["--dry-run"]):
         assert rc.json("recover", "location", "A", *dry_run, expect=3)["error"] == {
             "code": "DR0",
-            "message": "refused [DR0]: recover location A would discard A:2..3, which A still stores, some in "
-            "a file whose bytes changed since it was written (log verify names it), and no other location "
-            "stores; nothing was changed",
+            "message": "refused [DR0]: recover location A would discard A:3, which A still stores intact and no "
+            "other location stores, and the events of seq 2 of A's log, in a file whose bytes changed since it "
+            "was written (log verify names it; what other locations store of them comes back from them); "
+            "nothing was changed",
             "hint": "replctl recover location A --accept-loss (copy the changed file aside first to keep what "
             "it still reads)",
         }
     assert _stored_bytes(rc, "A") == files and rc.snapshot() == before
     done = rc.json("recover", "location", "A", "--accept-loss")
-    assert done["discarded"] == {"A": [2, 3]}
+    assert (done["discarded"], done["lost"]) == ({"A": [3, 3]}, {"A": [2, 3]})
     assert rc.keys("A") == ["rot-a1"]
     assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
 

@@ -344,18 +344,24 @@ def test_held_past_says_whether_the_store_still_reads_a_row_at_or_past_the_gap()
 
 def test_a_file_whose_bytes_changed_is_lost_from_its_first_seq_yet_still_held() -> None:
     # `FileRead.changed`: recovery discards it as a gap (DR0), but the store still holds it, so the events
-    # it held need the consent intact ones past a gap need (`held_past`), and the refusal says so.
+    # it held need the consent intact ones past a gap need (`held_past`); they are named by the seq range
+    # its row recorded, and the file is never read to decide it (`without_changed`).
     from replctl.core.model import Segment, SegmentFile
-    from replctl.core.recovery import FileRead, changed_in, held_past, lost_from
+    from replctl.core.recovery import FileRead, held_past, lost_from, without_changed
 
-    files = (SegmentFile("f", 10, rows=2, seq_lo=3, seq_hi=4, sha256="x"),)
+    rotted = SegmentFile("f", 10, rows=2, seq_lo=3, seq_hi=4, sha256="x")
+    intact = SegmentFile("g", 10, rows=1, seq_lo=5, seq_hi=5, sha256="y")
     segments = [
         Segment(1, "A", "A/s1", 1, 2, 2, files=(SegmentFile("e", 10, rows=2, seq_lo=1, seq_hi=2),)),
-        Segment(2, "A", "A/s2", 3, 4, 2, files=files),
+        Segment(2, "A", "A/s2", 3, 5, 3, files=(rotted, intact)),
     ]
     whole = {"A/s1": {"e": FileRead(2, 1, 2)}}
-    read = {**whole, "A/s2": {"f": FileRead(0, None, None, changed=True)}}
+    read = {**whole, "A/s2": {"f": FileRead(0, None, None, changed=True), "g": FileRead(1, 5, 5)}}
     assert lost_from(segments, read) == 3
-    assert held_past(read, 3) and changed_in(read)
-    assert lost_from(segments, whole) == 3
-    assert not held_past(whole, 3) and not changed_in(whole)
+    assert held_past(read, 3)
+    assert without_changed(segments, read) == (
+        [segments[0], Segment(2, "A", "A/s2", 3, 5, 3, files=(intact,))],
+        [(3, 4)],
+    )
+    assert without_changed(segments, whole) == (segments, [])
+    assert not held_past(whole, 3)

@@ -5,7 +5,7 @@ pairwise (O(n²)) comparison; each reports the first violating seq.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Window
@@ -57,20 +57,26 @@ def verify_log(
     # A path without a row is read as its folder (a row made before rows named their files reads so too).
     rows = [by_path.get(p) or Segment(0, "", p, 0, 0, 0) for p in segment_paths]
     present = list(rows)
+    unread: set[str] = set()  # segments a file of which is not read: their count is not compared
     if store.is_local:
-        reported = set()
+        reported, present = set(), []
         for row in rows:
-            found = (
-                [InvariantViolation("SEG", f"segment {row.path} is missing from the store")]
+            found, rotted = (
+                ([InvariantViolation("SEG", f"segment {row.path} is missing from the store")], set())
                 if not store.exists(row.path)
                 else _check_files(store, row)
             )
             if found:
                 reported.add(row.path)
+            if rotted:
+                unread.add(row.path)
             violations += found
-        # A file truncated or overwritten is reported as damage (DR0), as a missing one is; `held` leaves out
-        # one that is no Parquet file any more, where Spark would fail on its bytes instead of the report.
-        present = [r for r in (held(store, row) for row in rows) if r is not None]
+            # A file truncated or overwritten is reported as damage (DR0), as a missing one is; `held` leaves
+            # out one that is no Parquet file any more, where Spark would fail on its bytes instead of the
+            # report, and so is one whose bytes differ from its digest (reported above): it may not decode.
+            kept_row = held(store, row, leave_out=rotted)
+            if kept_row is not None:
+                present.append(kept_row)
         # A segment `held` left out that nothing above reported (a row older than revision 0005 records no
         # digest, one older than 0004 no files, so a zeroed or removed data file went unnoticed): it holds no
         # events, where `log verify` said ok.
@@ -91,7 +97,7 @@ def verify_log(
         )
         stored_lub = _stored_lub(events, per_segment)
         violations += _check_segments(
-            [r.path for r in present], per_segment, segments_meta, seq, described_by
+            [r.path for r in present], per_segment, segments_meta, seq, described_by, unread=unread
         )
         violations += _check_cvv(
             cvv, expected.merge(stored_lub), first_beyond=_first(per_segment, "beyond_cvv")
@@ -101,15 +107,17 @@ def verify_log(
     return sorted(violations, key=lambda v: (v.code, v.seq if v.seq is not None else -1))
 
 
-def _check_files(store: LogStore, row: Segment) -> list[InvariantViolation]:
-    """Each data file the row names against the store: there, of its size, of its SHA-256 (issue 19).
+def _check_files(store: LogStore, row: Segment) -> tuple[list[InvariantViolation], set[str]]:
+    """Each data file the row names against the store: there, of its size, of its SHA-256 (issue 19); and
+    the names of those of their size whose digest differs, which are not to be read.
 
-    `log verify` reads the bytes anyway, so the digest is checked here, and only here and in copies.
+    `log verify` reads the bytes anyway, so the digest is checked here, and only here, in copies and in
+    recovery's census.
     """
     if row.files is None:
-        return []
+        return [], set()
     stored = store.segment_files(row.path) or {}
-    out = []
+    out, rotted = [], set()
     for f in row.files:
         where = f"{row.path}/{f.name}"
         if f.name not in stored:
@@ -118,10 +126,11 @@ def _check_files(store: LogStore, row: Segment) -> list[InvariantViolation]:
             problem = f"holds {stored[f.name]} bytes, its catalog row says {f.size}"
         elif f.sha256 is not None and file_digest(store.local_path(where)) != f.sha256:
             problem = "differs from its catalog row's SHA-256"
+            rotted.add(f.name)
         else:
             continue
         out.append(InvariantViolation("SEG", f"file {where} {problem}", seq=f.seq_lo or row.seq_lo))
-    return out
+    return out, rotted
 
 
 def _segment_summaries(
@@ -201,15 +210,18 @@ def _check_segments(
     meta: Sequence[Segment] | None,
     seq: int,
     described_by: str,
+    *,
+    unread: Collection[str] = (),
 ) -> list[InvariantViolation]:
     """I7 across segments (ranges disjoint and increasing in catalog order, none beyond the location's seq)
-    and each segment against its catalog row."""
+    and each segment against its catalog row, but for those of `unread` (a file of theirs, reported
+    already, was not read: their count and LUB fall short of the row's by it)."""
     out: list[InvariantViolation] = []
     by_path = {m.path: m for m in meta or ()}
     previous_hi: int | None = None
     for path in paths:
         summary = per_segment.get(path.rsplit("/", 1)[-1])
-        row = by_path.get(path)
+        row = None if path in unread else by_path.get(path)
         if summary is None:
             if row is not None and row.count:
                 out.append(_holds_none(row, described_by))
