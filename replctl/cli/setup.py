@@ -135,7 +135,12 @@ def status(
     def action(app: AppContext) -> StatusView:
         from replctl.services import status as status_service
 
-        return status_service.status(app.catalog(), app.checked_store(), manifests=app.manifests())
+        return status_service.status(
+            app.catalog(),
+            app.checked_store(),
+            manifests=app.manifests(),
+            require_recoverable=app.settings.require_recoverable,
+        )
 
     def render(app: AppContext, out: StatusView) -> None:
         from replctl.cli.render import render_status
@@ -186,7 +191,12 @@ def _watch(ctx: typer.Context, seconds: float, wide: bool) -> None:
         capture = Console(file=io.StringIO(), record=True, width=console.width, highlight=False)
         render_status(
             capture,
-            status_service.status(app.catalog(), app.checked_store(), manifests=app.manifests()),
+            status_service.status(
+                app.catalog(),
+                app.checked_store(),
+                manifests=app.manifests(),
+                require_recoverable=app.settings.require_recoverable,
+            ),
             wide=wide,
         )
         # Text, not a string: Rich would read the notes' `[1]` as markup.

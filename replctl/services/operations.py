@@ -74,9 +74,11 @@ class OperationContext:
     def mark_incomplete(self, again: str | None = None) -> None:
         """Part of the work waits (exit 5); the journal records the outcome `incomplete`. `again`: the command
         that finishes it (`replctl recover location A`), which a Ctrl-C that cuts the report short says; none
-        when the rest is done by itself (a pending deletion, at the next replicate)."""
+        when the rest is done by itself (a pending deletion, at the next replicate). Called once per part that
+        waits, the commands add up, each once, in order."""
         self.incomplete = True
-        self.again = again
+        if again is not None and again not in (self.again or "").split(" && "):
+            self.again = again if self.again is None else f"{self.again} && {again}"
 
     @contextmanager
     def transaction(self, *, readonly: bool = False) -> Iterator[CatalogTransaction]:

@@ -170,7 +170,7 @@ def run_pass(
             reason=f"waits: {damaged.message}; run: replctl recover location {damaged.location}",
         )
     except ConnectionChanged as changed:
-        ctx.mark_incomplete()
+        ctx.mark_incomplete(again=f"replctl replicate {source_name} {target_name}")
         now = changed.current
         return PassReport(
             source_name,
@@ -691,7 +691,7 @@ def _leased_pass(ctx: OperationContext, engine: DataPlane, conn: Connection) -> 
         for name in (conn.source, conn.target):
             ctx.lease(location_resource(name))
     except LockHeld as held:
-        ctx.mark_incomplete()
+        ctx.mark_incomplete(again=f"replctl replicate {conn.source} {conn.target}")
         return PassReport(
             conn.source,
             conn.target,
@@ -808,8 +808,10 @@ def replicate_all(
         deletions = retry_pending(
             ctx, engine, only=set(live) if dry_run else leased, outlook=outlook, guard=guard
         )
-        if any(r.action == DAMAGED for r in reports):
-            ctx.mark_incomplete()  # the other connections ran; those at a damaged log wait for its recovery
+        for r in reports:
+            if r.action == DAMAGED:
+                # The other connections ran; those at a damaged log wait for its recovery, as their reason says.
+                ctx.mark_incomplete(again=(r.reason or "").partition("; run: ")[2] or None)
         return ReplicationOutcome(
             dry_run,
             tuple((n, r) for r, n in zip(reports, rounds, strict=True) if r.action != "nothing-new"),

@@ -107,13 +107,19 @@ class StatusView(AllOrNothing):
 
 
 def status(
-    catalog: Catalog, store: LogStore | None = None, *, manifests: Sequence[Manifest] | None = None
+    catalog: Catalog,
+    store: LogStore | None = None,
+    *,
+    manifests: Sequence[Manifest] | None = None,
+    require_recoverable: bool = False,
 ) -> StatusView:
     """`status` with the ROLE2 warnings, and BK3 for every active location.
 
     With the `store`, every live location's log goes through the census (names and sizes, no data read) and
     a damaged one shows `damaged` (DR0) with the segments concerned. `manifests` are the backup store's
     backups; None when it could not be read, which makes every answer `unknown` rather than a guess.
+    `require_recoverable`: the catalog policy (BK4), under which a retried deletion waits for what it would
+    leave unrecoverable (`holders_now`).
     """
     from replctl.services.damage import find_damage
     from replctl.services.topology_state import load_state
@@ -148,7 +154,10 @@ def status(
             )
             for c in connections
         ],
-        pending=[holders_now(p, locations, connections, segments, damage) for p in pending],
+        pending=[
+            holders_now(p, locations, connections, segments, damage, policy=require_recoverable)
+            for p in pending
+        ],
         warnings=[v for v in validate_state(state) if v.warning],
     )
 
@@ -159,6 +168,8 @@ def holders_now(
     connections: list[Connection],
     segments: dict[str, list[Segment]],
     damage: dict[str, list[SegmentDamage] | None],
+    *,
+    policy: bool = False,
 ) -> PendingDeletion:
     """The pending deletion with the targets that hold it back now (DEL3/DEL4), from the catalog alone.
 
@@ -168,10 +179,11 @@ def holders_now(
     catalog (its progress past the request, or its CVV covering every segment at stake), as `delete` decides
     before any scan; a damaged target holds back everything (DR0). Status reads no log, so a target only
     the scan would clear is named too: the report errs towards a target that may hold it back, never one
-    that is gone. A retry under BK4's guard (the request's `require_recoverable`, or the policy of the run
-    that retried it) also waits for the locations it would leave unrecoverable, which the record names and
-    status cannot decide without the deletion's plan: a recorded one that is still a target is kept, and
-    so is any still active one for a request asked under the guard.
+    that is gone. Under BK4's guard (the request's `require_recoverable`, or the catalog `policy`) a retry
+    also waits for what it would leave unrecoverable, which status cannot decide without the deletion's
+    plan: the recorded holders that are still targets (and, for a request asked under the guard, still
+    active) are kept then, and only then: without the guard, a recorded target the catalog clears since is
+    not named (the next replicate completes the deletion).
     """
     by_name = {loc.name: loc for loc in locations}
     loc = by_name.get(pending.location)
@@ -181,7 +193,9 @@ def holders_now(
     cut_bound = plan.bound(loc, pending.requested_upto)
     unclear = {t.name for t in plan.targets_to_scan(targets, segments[loc.name], loc.deleted_upto, cut_bound)}
     holders = {t.name for t in targets if t.name in unclear or damage.get(t.name)}
-    kept = {t.name for t in targets}
+    kept: set[str] = set()
+    if pending.require_recoverable or policy:
+        kept = {t.name for t in targets}
     if pending.require_recoverable:
         kept |= {x.name for x in locations if x.state is LocationState.ACTIVE}
     holders |= {h for h in pending.blocked_by if h in kept}

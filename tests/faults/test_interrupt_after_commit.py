@@ -313,3 +313,26 @@ def test_ctrl_c_in_the_report_of_an_incomplete_recovery_journals_it_incomplete(t
         "A: clock unchanged at 3, CVV {A:3}",
         "A: events A: 2..3 are lost for good",
     ]
+
+
+def test_ctrl_c_in_the_report_of_a_replicate_that_waits_at_a_damaged_log_names_the_recovery(
+    tmp_path: Path,
+) -> None:
+    # A→B waits for A's recovery (DR0) while C→B runs: the run is incomplete (exit 5), and a Ctrl-C in its
+    # report said "replicate left incomplete; the report was cut short" with nothing to run next.
+    rc = Replctl.initialised(tmp_path, "A", "B", "C")
+    rc("topology", "add", "A", "B")
+    rc("topology", "add", "C", "B")
+    rc.append("A", "a1")
+    folder = next((rc.store / "A").glob("seg-*"))
+    next(f for f in folder.iterdir() if f.suffix == ".parquet").unlink()
+    rc.append("C", "c1")
+    with failpoints.calling("operation.before-finish", ctrl_c) as ran:
+        out = rc("replicate", expect=130)
+    assert ran == ["operation.before-finish"]
+    op = operations(rc)[-1]
+    assert (op["command"], op["outcome"]) == ("replicate", "incomplete")
+    assert out.stderr == (
+        f"interrupted; replicate left incomplete; the report was cut short: replctl ops show {op['id']}; "
+        "re-run to resume: replctl recover location A\n"
+    )
