@@ -2,7 +2,9 @@
 
 A service wraps its work in `operation(...)`; every catalog transaction it opens through the context checks the
 fencing tokens of its leases before committing, so an operation that lost its lease cannot commit. A dry run
-takes no lease and writes no journal: it runs the same planning code and stops before acting.
+takes no lease and writes no journal: it runs the same planning code and stops before acting. It is refused
+as the run would be (exit 4) while another operation holds one of its leases, so that it does not promise
+what the run will refuse.
 
 Reviewed plans (`--plan-out`, `replctl apply`) need two guarantees from here, whatever service runs: inside
 `planning()` no operation may act (a command that forgot to turn `--plan-out` into a dry run is stopped as a
@@ -97,9 +99,13 @@ class OperationContext:
         """Take one more lease in the middle of the operation, held until it ends like the first ones.
 
         For what the operation comes to touch only as it runs (issue 19: a location added while a full
-        `replicate` runs); `LockHeld` (exit 4) when another operation holds it. A dry run takes none.
+        `replicate` runs); `LockHeld` (exit 4) when another operation holds it. A dry run takes none, and is
+        refused as its run would be when another operation holds it (`_refuse_if_held`).
         """
-        if self.dry_run or self.id is None or resource in self.tokens:
+        if self.dry_run:
+            _refuse_if_held(self.catalog, [resource])
+            return
+        if self.id is None or resource in self.tokens:
             return
         with self.catalog.transaction() as tx:
             self.tokens[resource] = tx.acquire_lease(
@@ -241,6 +247,17 @@ def current_actor() -> str:
         return "unknown"
 
 
+def _refuse_if_held(catalog: Catalog, resources: list[str]) -> None:
+    """Raise the `LockHeld` (exit 4) the run would meet when another live operation holds a lease on one of
+    `resources`: the dry run's (and `--plan-out`'s) check, which reads only, takes no lease and journals
+    nothing. The same rules as taking the lease (`acquire_lease`): unreleased, unexpired, holder alive."""
+    with catalog.transaction(readonly=True) as tx:
+        for resource in sorted(set(resources)):  # in the order the run takes them, so it names the same one
+            held = tx.lease_held(resource)
+            if held is not None:
+                raise held
+
+
 def operation(
     catalog: Catalog,
     *,
@@ -253,7 +270,7 @@ def operation(
 ) -> T:
     """Run `body` as one journalled operation holding leases on `resources`."""
     if dry_run:
-        return body(OperationContext(catalog, None, True))
+        return _dry_run(catalog, resources, body)
     mode = _PLAN_MODE.get()
     args = _acting_args(mode, command, args)
     op_id, ctx = _begin(catalog, command, args, reason, resources)
@@ -307,6 +324,13 @@ def operation(
             keeper.stop()  # a dead process renews nothing either
         if not crashed and not finished:
             _finish(ctx, op_id, outcome, error)
+
+
+def _dry_run(catalog: Catalog, resources: list[str], body: Callable[[OperationContext], T]) -> T:
+    """Run `body` as a dry run: no lease, no journal. It exits as its run would when refused (cli.md): one
+    that finds a lease it needs held by another operation is refused as the run is (exit 4), unjournalled."""
+    _refuse_if_held(catalog, resources)
+    return body(OperationContext(catalog, None, True))
 
 
 def _stopped(ctx: OperationContext, op_id: str) -> tuple[Interrupted, str, bool]:

@@ -35,6 +35,7 @@ from replctl.core.jobs import (
 from replctl.core.journal import Operation, OperationStep, Outcome, PendingDeletion
 from replctl.core.model import Change, Connection, Location, Segment, SegmentFile, StoreMarker
 from replctl.core.recovery import FileRead
+from replctl.errors import LockHeld
 
 
 class CatalogTransaction(Protocol):
@@ -135,6 +136,11 @@ class CatalogTransaction(Protocol):
         self, operation_id: str, outcome: Outcome | str, error: Mapping[str, Any] | None = None
     ) -> None:
         """Record how the operation ended and when; `error` is the JSON `error` object, if any."""
+        ...
+
+    def lease_held(self, resource: str) -> LockHeld | None:
+        """The `LockHeld` `acquire_lease` would raise for `resource` now (held by another live operation),
+        None when it would grant it; reads only, takes nothing (a dry run's check)."""
         ...
 
     def location(self, name: str) -> Location | None:

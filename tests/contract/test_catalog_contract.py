@@ -527,6 +527,38 @@ def test_checking_a_lease_that_never_existed_fails(catalog: Catalog) -> None:
         tx.check_lease("location:Z", 1)
 
 
+def test_lease_held_reads_the_refusal_acquire_would_raise_and_takes_nothing(
+    catalog: Catalog, clock: ManualClock
+) -> None:
+    with catalog.transaction(readonly=True) as tx:
+        assert tx.lease_held("location:A") is None  # never leased
+    with catalog.transaction() as tx:
+        token = tx.acquire_lease("location:A", "alice@h1", "op-1", 60)
+    clock.advance(10)
+    with catalog.transaction(readonly=True) as tx:
+        held = tx.lease_held("location:A")
+        assert tx.lease_held("location:B") is None
+    with pytest.raises(LockHeld) as caught, catalog.transaction() as tx:
+        tx.acquire_lease("location:A", "bob@h2", "op-2", 60)
+    assert held is not None
+    assert held.to_json() == caught.value.to_json()
+    assert (held.exit_code, held.details) == (4, caught.value.details)
+    # Reading took nothing: the holder's token is still the current one.
+    with catalog.transaction() as tx:
+        tx.check_lease("location:A", token)
+    clock.advance(51)  # expired: acquire would take it over
+    with catalog.transaction(readonly=True) as tx:
+        assert tx.lease_held("location:A") is None
+
+
+def test_a_released_lease_is_not_held(catalog: Catalog) -> None:
+    with catalog.transaction() as tx:
+        token = tx.acquire_lease("topology", "alice@h1", "op-1", 60)
+        assert tx.release_lease("topology", token)
+    with catalog.transaction(readonly=True) as tx:
+        assert tx.lease_held("topology") is None
+
+
 def test_concurrent_acquires_grant_the_lease_exactly_once(catalog_url: str, catalog: Catalog) -> None:
     contenders = 6
     barrier = threading.Barrier(contenders)

@@ -58,8 +58,12 @@ def test_a_holder_not_provably_dead_keeps_its_lease_until_it_expires(catalog: Ca
     with catalog.transaction() as tx:
         tx.begin_operation("x", {}, None, None, None)
         tx.acquire_lease("location:A", holder, "op-1", 300)
-    with pytest.raises(LockHeld, match="is held by"), catalog.transaction() as tx:
+    with catalog.transaction(readonly=True) as tx:
+        held = tx.lease_held("location:A")  # a dry run is refused as its run (below) is
+    assert held is not None
+    with pytest.raises(LockHeld, match="is held by") as caught, catalog.transaction() as tx:
         tx.acquire_lease("location:A", holder_name("bob"), "op-2", 300)
+    assert held.to_json() == caught.value.to_json()
 
 
 def test_a_dead_holders_lease_is_taken_over_with_a_higher_token_and_its_operation_marked_failed(
@@ -68,6 +72,8 @@ def test_a_dead_holders_lease_is_taken_over_with_a_higher_token_and_its_operatio
     with catalog.transaction() as tx:
         dead_op = tx.begin_operation("log append", {"location": "A"}, "alice", socket.gethostname(), None)
         old = tx.acquire_lease("location:A", holder_with_pid(dead_pid()), dead_op, 300)
+    with catalog.transaction(readonly=True) as tx:
+        assert tx.lease_held("location:A") is None  # a dry run plans, as its run takes the lease over
     with catalog.transaction() as tx:
         new_op = tx.begin_operation("log append", {"location": "A"}, "bob", socket.gethostname(), None)
         new = tx.acquire_lease("location:A", holder_name("bob"), new_op, 300)

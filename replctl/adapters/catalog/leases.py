@@ -27,7 +27,7 @@ import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from sqlalchemy import or_, select
 from sqlalchemy.engine import Connection, Row
@@ -131,7 +131,7 @@ class LeaseQueries:
             if created is not None:
                 return int(created)
             current = self._read(resource)
-            if current is not None and current.released_at is None and current.expires_at > now:
+            if _unexpired(current, now):
                 if holder_is_dead(current.holder):
                     taken = self._take_over_dead(resource, current, grant)
                     if taken is not None:
@@ -139,6 +139,18 @@ class LeaseQueries:
                     continue  # someone else took it over first: read again
                 raise _held(resource, current)
         raise _held(resource, current)
+
+    def lease_held(self, resource: str) -> LockHeld | None:
+        """The `LockHeld` that `acquire_lease` would raise for `resource` now, None when it would grant it.
+
+        Reads only, locks nothing: for a dry run, which takes no lease but must be refused as its run would be
+        (exit 4) while another operation holds one it needs. Held by the same rules as `acquire_lease`: not
+        released, not expired, and its holder not provably dead.
+        """
+        current = self._read(resource)
+        if not _unexpired(current, self._clock()) or holder_is_dead(current.holder):
+            return None
+        return _held(resource, current)
 
     def _take_over_dead(self, resource: str, dead: Row[Any], grant: dict[str, Any]) -> int | None:
         # Conditional on the very token judged dead, so that two operators doing this at once cannot both
@@ -205,6 +217,11 @@ class LeaseQueries:
 
     def _read(self, resource: str) -> Row[Any] | None:
         return self._conn.execute(select(LEASES).where(LEASES.c.resource == resource)).one_or_none()
+
+
+def _unexpired(row: Row[Any] | None, now: datetime) -> TypeGuard[Row[Any]]:
+    # A lease that is still someone's: granted, not given back, not expired (its holder may still be dead).
+    return row is not None and row.released_at is None and row.expires_at > now
 
 
 def _when(moment: datetime) -> str:
