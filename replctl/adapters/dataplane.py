@@ -80,6 +80,25 @@ def choose_spark(settings: Settings) -> SparkChoice:
     )
 
 
+class SparkChooser:
+    """The Spark of one command, chosen on its first job (`choose_spark`) and then kept: every data plane the
+    command opens (the live log's, a backup's copies') shares it, so a managed engine that is down is one
+    warning on stderr, not one per data plane."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._choice: SparkChoice | None = None
+
+    def choice(self) -> SparkChoice:
+        """The command's Spark, its fall-back warning printed the first time."""
+        if self._choice is None:
+            self._choice = choose_spark(self.settings)
+            if self._choice.warning:
+                # One line, replctl's own: the command goes on as it would without an engine.
+                print(self._choice.warning, file=sys.stderr)
+        return self._choice
+
+
 class Engine:
     """Store + Spark; Spark starts on the first job only (commands that need none never import pyspark).
 
@@ -87,23 +106,26 @@ class Engine:
     that runs no job never imports pyspark (architecture.md).
     """
 
-    def __init__(self, store: LogStore, settings: Settings, *, progress: bool = False) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        settings: Settings,
+        *,
+        progress: bool = False,
+        chooser: SparkChooser | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self._progress_wanted = progress
         self._progress: Any = None
-        self._choice: SparkChoice | None = None
+        # Shared with the command's other data planes (`SparkChooser`); a plane of its own otherwise.
+        self._chooser = chooser if chooser is not None else SparkChooser(settings)
 
     def spark(self) -> Any:
         """The process-wide SparkSession for these settings (and the progress display, when wanted)."""
         from replctl.adapters.spark.session import SparkSettings, get_session
 
-        if self._choice is None:
-            self._choice = choose_spark(self.settings)
-            if self._choice.warning:
-                # One line, replctl's own: the command goes on as it would without an engine.
-                print(self._choice.warning, file=sys.stderr)
-        choice = self._choice
+        choice = self._chooser.choice()
         session = get_session(
             SparkSettings(
                 master=choice.master,

@@ -11,7 +11,7 @@ from replctl.config import Settings
 
 if TYPE_CHECKING:
     from replctl.adapters.catalog.repository import Catalog
-    from replctl.adapters.dataplane import Engine, SparkChoice
+    from replctl.adapters.dataplane import Engine, SparkChoice, SparkChooser
     from replctl.adapters.installer import Installer as FileInstaller
     from replctl.adapters.logbackups import LogBackups
     from replctl.adapters.logstore import LogStore
@@ -48,6 +48,7 @@ class AppContext:
     named_backup_store: str | None = None
     _catalog: Any = field(default=None, repr=False)
     _engine: Any = field(default=None, repr=False)
+    _spark: Any = field(default=None, repr=False)
     # The store and its marker as checked (`services.store_identity`): `close` raises the marker.
     _checked: Any = field(default=None, repr=False)
 
@@ -130,7 +131,7 @@ class AppContext:
         from replctl.adapters.logstore import LogStore
 
         def reader(copies: LogStore) -> Engine:
-            return Engine(copies, self.settings)
+            return Engine(copies, self.settings, chooser=self.spark_chooser())
 
         # The log store unchecked: `backup list|show|verify|prune` read no live log, and the commands that do
         # (`backup create`, a restore) check it themselves first (`store()`, `engine()`).
@@ -153,6 +154,16 @@ class AppContext:
         from replctl.adapters import installer
 
         return installer.Installer(self.settings)
+
+    def spark_chooser(self) -> SparkChooser:
+        """The command's Spark, chosen once for all its data planes (the live log's, a backup's copies'), so
+        that a managed engine that is down is one warning, not one per data plane."""
+        from replctl.adapters.dataplane import SparkChooser
+
+        if self._spark is None:
+            self._spark = SparkChooser(self.settings)
+        chooser: SparkChooser = self._spark
+        return chooser
 
     def spark_choice(self) -> SparkChoice:
         """Which Spark a command would use and why (`config show`; exit 6 for a mismatched managed engine)."""
@@ -218,7 +229,7 @@ class AppContext:
             store = self.store()
             self._checked = (store, check_store(self.catalog(), store))
             shown = self.progress if self.progress is not None else (not self.json and sys.stderr.isatty())
-            self._engine = Engine(self.store(), self.settings, progress=shown)
+            self._engine = Engine(self.store(), self.settings, progress=shown, chooser=self.spark_chooser())
         engine: Engine = self._engine
         return engine
 

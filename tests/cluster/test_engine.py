@@ -98,6 +98,35 @@ def test_a_dead_engine_is_one_line_on_stderr_and_the_command_runs_on_local_spark
     tool.run("init")
     tool.run("location", "add", "A")
     tool.run("log", "append", "A", "--event", '{"key": "e1"}')
+    _record_a_dead_engine(tool)
+    done = tool.run("log", "verify", "A")
+    warnings = [line for line in done.stderr.splitlines() if "engine" in line]
+    assert warnings == [
+        "warning: the managed Spark engine at sc://127.0.0.1:1 is down (its process is gone); running on local "
+        "Spark (replctl engine start restarts it)"
+    ]
+    assert done.stdout.strip() == "A: ok (I1–I7)"
+
+
+def test_a_dead_engine_is_one_line_however_many_data_planes_the_command_opens(tool: Tool) -> None:
+    """A restore's dry run reads the live log and the backup's copies, each with a data plane of its own: each
+    printed the warning, so an engine killed with `kill -9` was the same line twice."""
+    tool.run("init")
+    tool.run("location", "add", "A")
+    tool.run("log", "append", "A", "--event", '{"key": "e1"}')
+    tool.run("backup", "create", "A")
+    _record_a_dead_engine(tool)
+    done = tool.run("recover", "location", "A", "--from-backup", "latest", "--dry-run")
+    warnings = [line for line in done.stderr.splitlines() if "engine" in line]
+    assert warnings == [
+        "warning: the managed Spark engine at sc://127.0.0.1:1 is down (its process is gone); running on local "
+        "Spark (replctl engine start restarts it)"
+    ]
+    assert "A: would restore backup A-" in done.stdout
+
+
+def _record_a_dead_engine(tool: Tool) -> None:
+    """An engine record whose process is gone, as `kill -9` of the engine leaves it."""
     tool.home.mkdir(parents=True, exist_ok=True)
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], check=False, capture_output=True, text=True
@@ -111,13 +140,6 @@ def test_a_dead_engine_is_one_line_on_stderr_and_the_command_runs_on_local_spark
         "log": str(tool.home / "engine.log"),
     }
     (tool.home / "engine.json").write_text(json.dumps(record))
-    done = tool.run("log", "verify", "A")
-    warnings = [line for line in done.stderr.splitlines() if "engine" in line]
-    assert warnings == [
-        "warning: the managed Spark engine at sc://127.0.0.1:1 is down (its process is gone); running on local "
-        "Spark (replctl engine start restarts it)"
-    ]
-    assert done.stdout.strip() == "A: ok (I1–I7)"
 
 
 def test_a_version_mismatch_exits_6_with_the_fix(tool: Tool) -> None:

@@ -118,6 +118,28 @@ def state(home: Path) -> EngineState:
     return EngineState(record, alive=alive, answers=alive and _answers(record.address))
 
 
+def settled_state(home: Path, *, wait: float = 10.0) -> EngineState:
+    """`state(home)` once a `replctl engine start|stop` under way has finished, waiting at most `wait` seconds
+    for it: a job that failed because `engine stop` landed fails while the server is still shutting down (its
+    process alive, its port open), and must see the engine gone, as the stop leaves it."""
+    home.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    with (home / "engine.lock").open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+                continue
+            try:
+                return state(home)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return state(home)
+
+
 def start(
     home: Path, *, master: str, port: int, conf: tuple[tuple[str, str], ...]
 ) -> tuple[EngineRecord, bool]:

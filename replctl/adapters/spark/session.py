@@ -144,6 +144,8 @@ _session_key: tuple[Any, ...] | None = None
 _failure_log: Path | None = None
 # The session's Spark Connect server, masked, and whether it is the managed engine; None for a classic session.
 _connect: tuple[str, bool] | None = None
+# The managed engine the session talks to: the replctl home that records it and its address (`engine_gone`).
+_engine_at: tuple[Path, str] | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -172,9 +174,10 @@ def get_session(settings: SparkSettings) -> SparkSession:
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
-    global _failure_log, _connect
+    global _failure_log, _connect, _engine_at
     _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
     _connect = (mask_url(settings.remote), settings.managed) if settings.remote else None
+    _engine_at = (Path(settings.home), settings.remote) if settings.remote and settings.managed else None
     return session
 
 
@@ -554,7 +557,7 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
     exception and its causes below; the last `Caused by:` is what went wrong (no space left on the device,
     a read-only file system). A cause in Java's or Hadoop's file classes is the store's fault.
     """
-    if _connect is not None and unreachable(exc):
+    if _connect is not None and (unreachable(exc) or engine_gone(exc)):
         return connect_lost(what)
     text = str(exc).strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -575,8 +578,34 @@ def spark_failure(what: str, exc: BaseException) -> EnvironmentFailure:
 def raise_if_connect_lost(exc: BaseException, what: str) -> None:
     """Raise `connect_lost(what)` from `exc` when it says the Spark Connect server is gone: a server that went
     away says nothing about what was asked (a filter, a read), and must not be reported as its fault."""
-    if unreachable(exc):
+    if unreachable(exc) or engine_gone(exc):
         raise connect_lost(what) from exc
+
+
+# What the managed engine answers once `replctl engine stop` stopped its SparkContext while a job ran or was
+# about to (SparkContext.assertNotStopped, SparkContext.runJob, DAGScheduler.cleanUpAfterSchedulerStop): the
+# server is going away, though its answer came through.
+_CONTEXT_STOPPED = re.compile(
+    r"Cannot call methods on a stopped SparkContext|SparkContext (?:has been|was) shut ?down"
+)
+
+
+def engine_gone(exc: BaseException) -> bool:
+    """Whether `exc`, raised on the managed engine, came from an engine that is going or gone: its answer says
+    its SparkContext is stopped, or the engine is no longer up (stopped, killed, replaced by another one).
+
+    A job the engine was running when `replctl engine stop` landed fails with the server's own answer, not a
+    transport error (`unreachable`): reported as Spark's fault it gave the operator neither the engine's
+    state nor the re-run that resumes the command."""
+    if _engine_at is None:
+        return False
+    if _CONTEXT_STOPPED.search(str(exc)):
+        return True
+    from replctl.adapters.spark.server import settled_state
+
+    home, address = _engine_at
+    found = settled_state(home)
+    return not found.up or found.record is None or found.record.address != address
 
 
 def connect_lost(what: str) -> EnvironmentFailure:
