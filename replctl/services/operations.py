@@ -100,10 +100,10 @@ class OperationContext:
 
         For what the operation comes to touch only as it runs (issue 19: a location added while a full
         `replicate` runs); `LockHeld` (exit 4) when another operation holds it. A dry run takes none, and is
-        refused as its run would be when another operation holds it (`_refuse_if_held`).
+        refused as its run would be when another operation holds it (`refuse_if_held`).
         """
         if self.dry_run:
-            _refuse_if_held(self.catalog, [resource])
+            refuse_if_held(self.catalog, [resource])
             return
         if self.id is None or resource in self.tokens:
             return
@@ -247,7 +247,7 @@ def current_actor() -> str:
         return "unknown"
 
 
-def _refuse_if_held(catalog: Catalog, resources: list[str]) -> None:
+def refuse_if_held(catalog: Catalog, resources: list[str]) -> None:
     """Raise the `LockHeld` (exit 4) the run would meet when another live operation holds a lease on one of
     `resources`: the dry run's (and `--plan-out`'s) check, which reads only, takes no lease and journals
     nothing. The same rules as taking the lease (`acquire_lease`): unreleased, unexpired, holder alive."""
@@ -329,7 +329,7 @@ def operation(
 def _dry_run(catalog: Catalog, resources: list[str], body: Callable[[OperationContext], T]) -> T:
     """Run `body` as a dry run: no lease, no journal. It exits as its run would when refused (cli.md): one
     that finds a lease it needs held by another operation is refused as the run is (exit 4), unjournalled."""
-    _refuse_if_held(catalog, resources)
+    refuse_if_held(catalog, resources)
     return body(OperationContext(catalog, None, True))
 
 

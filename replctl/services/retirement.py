@@ -32,7 +32,13 @@ from replctl.failpoints import hit
 from replctl.services import interruption, topology
 from replctl.services.damage import refuse_damaged
 from replctl.services.lookup import get_location
-from replctl.services.operations import TOPOLOGY, OperationContext, location_resource, operation
+from replctl.services.operations import (
+    TOPOLOGY,
+    OperationContext,
+    location_resource,
+    operation,
+    refuse_if_held,
+)
 from replctl.services.ports import Catalog, CatalogTransaction, DataPlane
 from replctl.services.topology import RETIRE_COMMAND
 
@@ -84,6 +90,10 @@ def retire(
         plan = _plan(tx, name, retiring=True)
         _refuse_unless_ok(plan)
         _refuse_damaged_logs(tx, engine, plan)
+        everyone = [loc.name for loc in tx.locations()]
+    # The pruning's leases (every location's), as its run would meet them: the dry run said what it "would"
+    # do while another operation held one, and the run retired Z, then had its pruning refused (exit 4).
+    refuse_if_held(catalog, [TOPOLOGY, *(location_resource(n) for n in everyone)])
     if dry_run:
         return RetirementOutcome(would_retire, _report(plan))
     # Two operations: a crash between them leaves Z retired and unpruned, which the re-run (a no-op

@@ -70,3 +70,19 @@ def test_a_dry_run_plans_again_once_the_other_operation_released_its_lease(rc: R
         token = tx.acquire_lease("location:A", OTHER, op_id, 300)
         assert tx.release_lease("location:A", token)
     assert rc.json("replicate", "B", "A", "--dry-run")["ok"] is True
+
+
+def test_retire_with_prune_clock_is_refused_before_it_retires_while_another_operation_holds_a_location(
+    rc: Replctl,
+) -> None:
+    # The pruning holds every location's lease (RET2). Its dry run checked only the retirement's leases and
+    # said what it would do (exit 0); the run retired Z, then had its pruning refused (exit 4).
+    rc("location", "add", "Z")
+    holder = _hold(rc, "location:A")
+    before = rc.snapshot()
+    dry = rc.json("location", "retire", "Z", "--prune-clock", "--dry-run", expect=4)
+    run = rc.json("location", "retire", "Z", "--prune-clock", expect=4)
+    assert dry == run
+    assert run["error"]["message"].startswith(f"location:A is held by {OTHER} (operation {holder}) since ")
+    assert rc.snapshot() == before
+    assert rc.location("Z")["state"] == "active"
