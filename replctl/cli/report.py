@@ -49,7 +49,11 @@ def report(
                     hint="give --html FILE with --json, or drop --json",
                 )
             return report_service.page(
-                app.catalog(), app.engine().store, recent=recent, manifests=app.manifests()
+                app.catalog(),
+                app.engine().store,
+                recent=recent,
+                manifests=app.manifests(),
+                require_recoverable=app.settings.require_recoverable,
             )
         # Before the catalog is read: the page must not replace the catalog, a store's file or the config.
         app.check_output(html, "--html", "the report")
@@ -60,6 +64,7 @@ def report(
             recent=recent,
             mode=app.settings.file_mode,
             manifests=app.manifests(),
+            require_recoverable=app.settings.require_recoverable,
         )
 
     def render(_app: AppContext, out: ReportWritten | ReportPage) -> None:

@@ -82,12 +82,15 @@ def collect(
     *,
     recent: int = RECENT_OPERATIONS,
     manifests: Sequence[Manifest] | None = None,
+    require_recoverable: bool = False,
 ) -> dict[str, Any]:
     """The report document: the `status --json` document (with the census when given the store) plus the
     `recent` latest operations and where from."""
     from replctl.services import status as status_service
 
-    doc = status_service.status(catalog, store, manifests=manifests).to_json()
+    doc = status_service.status(
+        catalog, store, manifests=manifests, require_recoverable=require_recoverable
+    ).to_json()
     del doc["ok"]  # the report's document is no command's answer
     with catalog.transaction(readonly=True) as tx:
         operations = tx.operations(limit=recent)
@@ -104,11 +107,13 @@ def page(
     *,
     recent: int = RECENT_OPERATIONS,
     manifests: Sequence[Manifest] | None = None,
+    require_recoverable: bool = False,
 ) -> ReportPage:
     """The HTML report as a page for stdout (`report --html -`), nothing written."""
     from replctl.report.page import render_page
 
-    return ReportPage(render_page(collect(catalog, store, recent=recent, manifests=manifests)))
+    doc = collect(catalog, store, recent=recent, manifests=manifests, require_recoverable=require_recoverable)
+    return ReportPage(render_page(doc))
 
 
 def check_target(path: Path) -> Path:
@@ -142,6 +147,7 @@ def write_html(
     recent: int = RECENT_OPERATIONS,
     mode: int = 0o600,
     manifests: Sequence[Manifest] | None = None,
+    require_recoverable: bool = False,
 ) -> ReportWritten:
     """Write the HTML report to `path` with permissions `mode`.
 
@@ -151,7 +157,7 @@ def write_html(
 
     target = check_target(path)
     check_replaceable(target)
-    doc = collect(catalog, store, recent=recent, manifests=manifests)
+    doc = collect(catalog, store, recent=recent, manifests=manifests, require_recoverable=require_recoverable)
     try:
         size = write_atomically(target, render_page(doc), mode)
     except PermissionError as exc:

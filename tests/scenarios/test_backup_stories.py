@@ -1035,6 +1035,8 @@ def test_a_pending_deletion_that_would_leave_b_unrecoverable_is_refused_or_waits
     assert status["pending_deletions"] == [
         {"location": "A", "requested_upto": 1, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
     ]
+    # The HTML report reads the same policy as `status` (it named no holder under it).
+    assert '<td class="held-by">B</td>' in rc("report", "--html", "-").stdout
     assert rc.location("B")["recoverable"] == {"state": "yes", "backup": None, "shortfall": {}}
     # The backup BK4 names lets the next run complete it.
     rc("backup", "create", "B")
