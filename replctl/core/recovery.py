@@ -61,6 +61,26 @@ def held_past(read: Mapping[str, Mapping[str, FileRead]], seq: int) -> bool:
     )
 
 
+def rows_below(segments: Iterable[Segment], seq: int | None) -> list[Segment]:
+    """The segments holding seqs below `seq` (all when None), each narrowed to the files whose rows record
+    a first seq below it: what a recovery keeps (DR1), and all its dry run may read of them. A file past
+    the cut (lost, or changed since it was written) is never opened, where Spark's statistics alone skipped
+    it, and a rotted one failed the dry run (exit 6) that its run got through."""
+    if seq is None:
+        return list(segments)
+    out = []
+    for seg in segments:
+        if seg.seq_lo >= seq:
+            continue
+        if seg.files is not None and all(f.seq_lo is not None for f in seg.files):
+            out.append(
+                replace(seg, files=tuple(f for f in seg.files if f.seq_lo is not None and f.seq_lo < seq))
+            )
+        else:
+            out.append(seg)
+    return out
+
+
 def without_changed(
     segments: Iterable[Segment], read: Mapping[str, Mapping[str, FileRead]]
 ) -> tuple[list[Segment], list[tuple[int, int]]]:

@@ -408,7 +408,7 @@ def finish_recovery(
             others = [x.cvv for x in tx.locations() if x.name != name]
             if kept_own is None:
                 # The survivors: A's stored rows below the first lost seq, as the run keeps them (DR1).
-                mine = tx.segments(name)
+                mine = dr.rows_below(tx.segments(name), doc["lost_from"])
                 kept_own = (
                     engine.origin_times(
                         mine, name, above=deleted_own, upto=before[name], seq_below=doc["lost_from"]

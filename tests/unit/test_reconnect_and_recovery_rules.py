@@ -365,3 +365,25 @@ def test_a_file_whose_bytes_changed_is_lost_from_its_first_seq_yet_still_held() 
     )
     assert without_changed(segments, whole) == (segments, [])
     assert not held_past(whole, 3)
+
+
+def test_rows_below_keeps_the_segments_and_files_a_recovery_keeps() -> None:
+    # The dry run reads only what the run keeps (DR1): a file past the first lost seq is never opened.
+    from replctl.core.model import Segment, SegmentFile
+    from replctl.core.recovery import rows_below
+
+    first = SegmentFile("e", 10, rows=2, seq_lo=1, seq_hi=2)
+    second, third = (
+        SegmentFile("f", 10, rows=2, seq_lo=3, seq_hi=4),
+        SegmentFile("g", 10, rows=1, seq_lo=5, seq_hi=5),
+    )
+    old = Segment(3, "A", "A/s0", 6, 6, 1, files=(SegmentFile("h", 10),))  # a row without per-file seqs
+    segments = [
+        Segment(1, "A", "A/s1", 1, 2, 2, files=(first,)),
+        Segment(2, "A", "A/s2", 3, 5, 3, files=(second, third)),
+        old,
+    ]
+    assert rows_below(segments, 5) == [segments[0], Segment(2, "A", "A/s2", 3, 5, 3, files=(second,))]
+    assert rows_below(segments, 3) == [segments[0]]
+    assert rows_below(segments, 7) == segments
+    assert rows_below(segments, None) == segments
