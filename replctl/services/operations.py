@@ -61,8 +61,8 @@ class OperationContext:
     tokens: dict[str, int] = field(default_factory=dict)
     steps: int = 0
     incomplete: bool = False
-    # For an operation left incomplete: the command that finishes it, which a Ctrl-C in its report says.
-    again: str | None = None
+    # For an operation left incomplete: the commands that finish it, which a Ctrl-C in its report says.
+    again: list[str] = field(default_factory=list)
     closing: tuple[str, dict[str, Any]] | None = None
     # Every change the operation makes is committed (`all_committed`): what is left only reads and reports.
     committed_all: bool = False
@@ -79,8 +79,8 @@ class OperationContext:
         when the rest is done by itself (a pending deletion, at the next replicate). Called once per part that
         waits, the commands add up, each once, in order."""
         self.incomplete = True
-        if again is not None and again not in (self.again or "").split(" && "):
-            self.again = again if self.again is None else f"{self.again} && {again}"
+        if again is not None and again not in self.again:
+            self.again.append(again)
 
     @contextmanager
     def transaction(self, *, readonly: bool = False) -> Iterator[CatalogTransaction]:
@@ -355,7 +355,7 @@ def _stopped(ctx: OperationContext, op_id: str) -> tuple[Interrupted, str, bool]
 def _ended(ctx: OperationContext) -> None:
     """The operation ended with its work committed: completed, or left incomplete (exit 5)."""
     if ctx.incomplete:
-        interruption.ended(ctx.label, interruption.INCOMPLETE, ctx.again)
+        interruption.ended(ctx.label, interruption.INCOMPLETE, " && ".join(ctx.again) or None)
     else:
         interruption.ended(ctx.label, interruption.COMPLETED)
 
