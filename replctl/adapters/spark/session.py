@@ -92,6 +92,10 @@ _JIT_OPTIONS = (
     "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
 )
+# The throughput collector instead of the JVM's default (G1): a job copies every row it reads into new objects,
+# and G1's write barriers and concurrent work cost a replication pass and a plain copy alike a measurable share
+# of their CPU (README, "Performance"); replctl's jobs are batch work that no pause of the driver disturbs.
+_GC_OPTIONS = "-XX:+UseParallelGC"
 # Set in every session replctl builds, after the operator's --spark-conf: Spark would otherwise expand
 # ${env:...} and ${system:...} in a filter, handing the environment (the catalog password) to an expression.
 # Adaptive execution must not replace a stage that turned out empty by an empty relation: the plan it leaves
@@ -218,7 +222,12 @@ def tuned_conf(settings: SparkSettings) -> dict[str, str]:
         if settings.master.startswith("local"):
             # A local driver needs no network name; on a cluster, executors must reach the driver's real host.
             conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-        java_options = [_JVM_LOG_OPTIONS, _JIT_OPTIONS, f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"]
+        java_options = [
+            _JVM_LOG_OPTIONS,
+            _JIT_OPTIONS,
+            _GC_OPTIONS,
+            f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}",
+        ]
         if settings.cds:
             java_options.append(_cds_option(settings.home))
         conf["spark.driver.extraJavaOptions"] = " ".join([*java_options, *settings.java_options])
