@@ -478,6 +478,47 @@ def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_co
     assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
 
 
+@pytest.mark.parametrize("reader", ["local", "spark"])
+def test_a_file_whose_bytes_changed_is_neither_replicated_nor_compacted(rc: Replctl, reader: str) -> None:
+    # A byte flipped inside a data page at the file's size (bit rot, a foreign overwrite) still decoded:
+    # every read but `log verify`'s took the changed event as intact, `replicate` spread it, `log compact`
+    # rewrote it under a fresh digest, and then `log verify` said ok and `recover` found nothing lost. Each
+    # read now checks every page against its CRC, and a failed check is damage (DR0): nothing is read from
+    # the file, written from it or committed, and the refusal names the file and sends to recovery.
+    if reader == "spark":
+        rc.env["REPLCTL_LOCAL_LIMIT"] = "0"  # the small pass runs on Spark, not the local reader
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "rot-a1")
+    rc("replicate")  # B holds an event already: the next pass reads A's events, it copies no segments
+    rc.append("A", "rot-a2")
+    rc.append("A", "rot-a3")
+    _rot_file(rc, "A", 1, "rot-a2")
+    [seg] = [s for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 2]
+    [name] = [p.name for p in (rc.store / seg["path"]).glob("*.parquet")]
+    b_log, a_files, before = rc.json("log", "show", "B")["events"], _stored_bytes(rc, "A"), rc.snapshot()
+    for args in (["replicate", "A", "B"], ["log", "compact", "A"]):
+        error = rc.json(*args, expect=4)["error"]
+        assert (error["code"], error["hint"]) == ("damaged", "replctl recover location A"), args
+        # Spark's words or the local reader's (under `pytest --engine` every read is Spark's): both name the
+        # file and say it is damage (DR0).
+        assert error["message"].startswith("A's log is damaged: "), error
+        assert name in error["message"] and error["message"].endswith("(DR0)"), error
+        assert rc(*args, expect=None).code == 4, args  # the text run alike
+    # A full run waits at the damaged log and says so (exit 5: the rest ran).
+    [waits] = rc.json("replicate", expect=5)["passes"]
+    assert (waits["action"], waits["reason"].endswith("run: replctl recover location A")) == ("damaged", True)
+    assert name in waits["reason"]
+    assert rc.json("log", "show", "B")["events"] == b_log
+    assert [(e["origin"], e["origin_time"], e["key"]) for e in b_log] == [("A", 1, "rot-a1")]
+    assert _stored_bytes(rc, "A") == a_files and rc.snapshot() == before
+    [log] = rc.json("log", "verify", "A", expect=3)["logs"]
+    assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
+        ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256")
+    ]
+
+
 @pytest.mark.parametrize(
     ("older", "damage"),
     [("file_contents = NULL", "zeroed"), ("files = NULL, file_contents = NULL", "missing")],

@@ -19,14 +19,21 @@ def cut_files(store: LogStore, segment: Segment, from_seq: int) -> None:
 
     for path in _stored_files(store, segment):
         try:
-            table = pq.read_table(path)
+            # Checked against its page CRCs: a changed file's rows must not come back as a file cut short.
+            table = pq.read_table(path, page_checksum_verification=True)
             kept = table.filter(pc.field("seq") < from_seq)
             if kept.num_rows == table.num_rows:
                 continue
             if kept.num_rows == 0:
                 path.unlink()
                 continue
-            pq.write_table(kept, path, compression="snappy", use_deprecated_int96_timestamps=True)
+            pq.write_table(
+                kept,
+                path,
+                compression="snappy",
+                use_deprecated_int96_timestamps=True,
+                write_page_checksum=True,  # as every segment file carries them (`writer.write_segment`)
+            )
         except (OSError, ValueError) as exc:
             raise EnvironmentFailure(f"cannot cut {path}: {exc}", code="store") from exc
 
@@ -40,7 +47,7 @@ def stored_from(store: LogStore, segment: Segment, from_seq: int) -> bool:
 
     for path in _stored_files(store, segment):
         try:
-            seqs = pq.read_table(path, columns=["seq"]).column("seq")
+            seqs = pq.read_table(path, columns=["seq"], page_checksum_verification=True).column("seq")
         except (OSError, ValueError) as exc:
             raise EnvironmentFailure(f"cannot read {path}: {exc}", code="store") from exc
         highest = pc.max(seqs).as_py()

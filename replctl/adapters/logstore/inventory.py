@@ -65,7 +65,7 @@ def seq_extent(path: Path) -> tuple[int, int | None, int | None]:
             # No usable statistics: read the one column (a null seq breaks I7 and is verify's to report).
             import pyarrow.compute as pc  # here only: its import is a fifth of a small append's
 
-            seqs = pq.read_table(path, columns=["seq"]).column("seq")
+            seqs = pq.read_table(path, columns=["seq"], page_checksum_verification=True).column("seq")
             bounds = pc.min_max(seqs).as_py()
             return meta.num_rows, bounds["min"], bounds["max"]
         lows.append(int(stats.min))

@@ -5,7 +5,9 @@ of JVM start-up in a cold process. Heavy reads (large passes, verification, dele
 
 Like the Spark jobs, this reads exactly the files each segment row names (issue 19): a file copied into a
 segment's folder is never read, and a segment that gives other rows than its row holds is damage (DR0,
-DamagedLog), never a shorter page.
+DamagedLog), never a shorter page. Like them, it checks every page against the CRC its writer stored: a file
+whose bytes changed at its size (bit rot, a foreign overwrite) fails its read, and is damage too, never an
+event read as it was not written.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from replctl.adapters.logstore import LogStore
+from replctl.adapters.logstore import LogStore, inventory
 from replctl.core.model import Segment
 from replctl.errors import DamagedLog, EnvironmentFailure
 
@@ -46,12 +48,19 @@ def read_segment(store: LogStore, segment: Segment, columns: Sequence[str]) -> p
         # a small local pass a third of its time (issue 17).
         tables = []
         for name in files:
-            with pq.ParquetFile(name) as file:
+            with pq.ParquetFile(name, page_checksum_verification=True) as file:
                 tables.append(file.read(columns=list(columns)))
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
     except FileNotFoundError as exc:
         raise _damaged(segment, f"a catalogued file is not in the store ({exc.filename or exc})") from exc
     except (OSError, ValueError) as exc:  # pyarrow.lib.ArrowInvalid derives from ValueError
+        # A page failing its CRC, or bytes that no longer decode: damage when the file's bytes are not the
+        # ones written (DR0); otherwise the disk or the system failed the read.
+        changed = sorted(inventory.changed(store, segment))
+        if changed:
+            raise _damaged(
+                segment, f"its file {changed[0]} changed since it was written and fails its read"
+            ) from exc
         raise EnvironmentFailure(
             f"cannot read the segment files of {segment.path}: {exc}", code="store"
         ) from exc

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from replctl.adapters.logstore import inventory
 from replctl.errors import DamagedLog, EnvironmentFailure
 
 if TYPE_CHECKING:
@@ -55,19 +56,52 @@ def refuse_missing(store: LogStore, segments: Sequence[Segment]) -> None:
 @contextmanager
 def damage_explains(store: LogStore, segments: Sequence[Segment]) -> Iterator[None]:
     """Turn a job's failure into DamagedLog when a catalogued file it read is gone or changed meanwhile:
-    Spark says only that a file was not found, and the operator's way out is recovery, not the environment."""
+    Spark says only that a file was not found, or that a page failed its CRC (bytes changed at the file's
+    size), and the operator's way out is recovery, not the environment."""
     try:
         yield
     except EnvironmentFailure as exc:
+        name = segments[0].location if segments else ""
         missing = missing_files(store, segments)
-        if not missing:
+        if missing:
+            raise DamagedLog(
+                name,
+                f"{name}'s log is damaged: {missing[0]} is catalogued but was gone or changed when it was "
+                "read; nothing was decided or written from the read (DR0)",
+            ) from exc
+        changed = changed_files(store, segments, _failure_text(exc))
+        if not changed:
             raise
-        name = segments[0].location
         raise DamagedLog(
             name,
-            f"{name}'s log is damaged: {missing[0]} is catalogued but was gone or changed when it was read; "
-            "nothing was decided or written from the read (DR0)",
+            f"{name}'s log is damaged: {changed[0]} changed since it was written (its SHA-256 differs from "
+            "its catalog row's) and fails its read; nothing was decided or written from the read (DR0)",
         ) from exc
+
+
+def changed_files(store: LogStore, segments: Sequence[Segment], failure: str) -> list[str]:
+    """The catalogued data files (store paths) of the `segments` a failed read names in its text (`failure`)
+    whose bytes are not the ones written (`inventory.changed`). Only the named segments are hashed: hashing
+    the whole log on every failure would cost a read of it, and would blame a failure that is the
+    environment's on a file changed elsewhere in the log."""
+    out = []
+    for seg in segments:
+        if any(f.name in failure for f in seg.files or ()):
+            out += [f"{seg.path}/{name}" for name in sorted(inventory.changed(store, seg))]
+    return out
+
+
+def _failure_text(exc: BaseException) -> str:
+    """The text of `exc` and of the errors it was raised from: replctl's message keeps Spark's root cause
+    only (a page failed its CRC), the file it was reading is named by the error around it."""
+    texts = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(texts)
 
 
 def missing_files(store: LogStore, segments: Sequence[Segment]) -> list[str]:

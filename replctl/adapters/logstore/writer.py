@@ -269,6 +269,9 @@ def write_segment(store: LogStore, out_rel: str, table: pa.Table) -> None:
             # Only Spark's own metadata keys: the Arrow schema key would be the one difference in the footer
             # (and without the Arrow schema pyarrow drops the schema's metadata, so it is added below).
             store_schema=False,
+            # A CRC on every page, as Spark's writer stores them: each read checks them (`reader`, Spark's
+            # `parquet.page.verify-checksum.enabled`), so bytes changed at the file's size are damage (DR0).
+            write_page_checksum=True,
         )
         with writer:
             writer.write_table(table)

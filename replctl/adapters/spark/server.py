@@ -212,7 +212,9 @@ def _launch(
     command = [str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "replctl-engine"]
     command += ["--master", master]
     for key, value in options.items():
-        command += ["--conf", f"{key}={value}"]
+        # spark-submit drops a key outside `spark.` (a Parquet reader option of `FORCED_CONF`); under
+        # `spark.hadoop.` it reaches the engine's Hadoop configuration, which every session's reads start from.
+        command += ["--conf", f"{key if key.startswith('spark.') else f'spark.hadoop.{key}'}={value}"]
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": LOOPBACK}
     try:
         with log.open("ab") as out:

@@ -101,11 +101,18 @@ _GC_OPTIONS = "-XX:+UseParallelGC"
 # Adaptive execution must not replace a stage that turned out empty by an empty relation: the plan it leaves
 # no longer holds the reads' row-count observations, so a read whose filter kept nothing (a `log show` page
 # past the end) would have no count to compare with its segment rows (issue 19, DR0).
+# Every Parquet page read is checked against the CRC its writer stored (Spark's writer stores them by default,
+# `parquet.page.write-checksum.enabled`; the local writer too, `logstore.writer`): a byte changed at the file's
+# size (bit rot, a foreign overwrite) still decoded, so a pass spread the changed event and a compaction
+# rewrote it under a fresh digest, after which nothing found it. A failed check is damage (DR0,
+# `sourcechecks.damage_explains`). A session option, not a Hadoop one, so a Spark Connect session sets it too
+# (`_build_connect`): Spark copies session options into the Hadoop configuration its reads use.
 FORCED_CONF: dict[str, str] = {
     "spark.sql.variable.substitute": "false",
     "spark.sql.adaptive.optimizer.excludedRules": (
         "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
     ),
+    "parquet.page.verify-checksum.enabled": "true",
 }
 # Hadoop's local file system checks each file it reads against the `.<name>.crc` side file written beside it,
 # and a file changed since (a torn disk, `drill disaster` cutting a segment short) then fails every read with a
