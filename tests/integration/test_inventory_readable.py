@@ -14,8 +14,10 @@ import pytest
 
 from replctl.adapters.logstore import LogStore
 from replctl.adapters.logstore.inventory import changed, held, readable
+from replctl.adapters.logstore.reader import read_segment
+from replctl.adapters.logstore.sourcechecks import changed_files, damage_explains
 from replctl.core.model import Segment, SegmentFile
-from replctl.errors import EnvironmentFailure
+from replctl.errors import DamagedLog, EnvironmentFailure
 from replctl.localfiles import file_digest
 
 DATA = "part-00000-x.snappy.parquet"
@@ -132,3 +134,59 @@ def test_changed_names_the_files_whose_bytes_differ_from_their_digest_at_their_r
     assert changed(store, row) == frozenset()
     (folder / DATA).unlink()
     assert changed(store, row) == frozenset()
+
+
+def _rotted_segment(store: LogStore, location: str, index: int) -> Segment:
+    """A segment of `location` of one real data file (page CRCs stored), one bit of a value then flipped at
+    the file's size, as bit rot would; its row records the digest of the bytes written."""
+    path = f"{location}/seg-{index:019d}-0000000{index}"
+    name = f"part-0000{index}-rot.snappy.parquet"
+    data = store.local_path(f"{path}/{name}")
+    data.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"seq": [index], "key": [f"rot-k{index}"]}), data, write_page_checksum=True)
+    content = data.read_bytes()
+    recorded = SegmentFile(name, len(content), rows=1, seq_lo=index, seq_hi=index, sha256=file_digest(data))
+    rotted = bytearray(content)
+    rotted[content.find(f"rot-k{index}".encode()) + 5] ^= 0x01
+    data.write_bytes(bytes(rotted))
+    return Segment(
+        id=index, location=location, path=path, seq_lo=index, seq_hi=index, count=1, files=(recorded,)
+    )
+
+
+def test_a_read_failing_a_page_checksum_is_damage_naming_the_changed_file(tmp_path: Path) -> None:
+    # A byte changed at the file's size still decoded: the local reader read the changed event as intact.
+    # Its pages' CRCs now fail the read, and the file whose digest changed is named as damage (DR0).
+    store = LogStore(tmp_path / "logs")
+    row = _rotted_segment(store, "A", 2)
+    with pytest.raises(DamagedLog) as raised:
+        read_segment(store, row, ["seq", "key"])
+    assert (raised.value.exit_code, raised.value.hint) == (4, "replctl recover location A")
+    assert raised.value.message == (
+        f"A's log is damaged: segment {row.path} (from seq 2) differs from its catalog row: its file "
+        "part-00002-rot.snappy.parquet changed since it was written and fails its read (DR0)"
+    )
+
+
+def test_a_failed_job_is_blamed_only_on_a_changed_file_it_names(tmp_path: Path) -> None:
+    # Hashing every segment on each failure would cost a read of the whole log, and would turn a failure of
+    # the environment into damage of a file changed elsewhere: only the segments the failure names are hashed.
+    store = LogStore(tmp_path / "logs")
+    first, second = _rotted_segment(store, "A", 1), _rotted_segment(store, "A", 2)
+    named = f"Encountered error while reading file file://{store.local_path(second.path)}/part-00002-rot.snappy.parquet"
+    assert changed_files(store, [first, second], named) == [f"{second.path}/part-00002-rot.snappy.parquet"]
+    assert changed_files(store, [first, second], "Java heap space") == []
+    failure = EnvironmentFailure("compaction failed in Spark: CRC checksum verification failed", code="spark")
+    with pytest.raises(DamagedLog) as raised, damage_explains(store, [first, second]):
+        try:
+            raise RuntimeError(named)
+        except RuntimeError as cause:
+            raise failure from cause
+    assert raised.value.message == (
+        f"A's log is damaged: {second.path}/part-00002-rot.snappy.parquet changed since it was written (its "
+        "SHA-256 differs from its catalog row's) and fails its read; nothing was decided or written from the "
+        "read (DR0)"
+    )
+    with pytest.raises(EnvironmentFailure) as unnamed, damage_explains(store, [first, second]):
+        raise EnvironmentFailure("compaction failed in Spark: Java heap space", code="spark")
+    assert unnamed.value.code == "spark"  # the environment's failure, as it was
