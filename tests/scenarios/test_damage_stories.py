@@ -145,16 +145,21 @@ def test_an_incomplete_recovery_leaves_the_location_recovering_with_the_same_ref
     assert [(e["seq"], e["key"]) for e in rc.json("log", "show", "A")["events"]] == [(4, "a4")]
 
 
-def test_pruning_a_retired_clock_refuses_a_damaged_log_in_the_dry_run_as_in_the_run(rc: Replctl) -> None:
-    # The dry run listed B's missing segments as "to rewrite" and exited 0; the run then retired C, read B,
-    # and refused with exit 4, half done.
+def _a_b_c_in_a_line(rc: Replctl, a_key: str, c_key: str) -> None:
+    """A↔B↔C, one event appended at A (`a_key`) and one at C (`c_key`), replicated everywhere."""
     for name in ("A", "B", "C"):
         rc("location", "add", name)
     rc("topology", "add", "A", "B", "--both")
     rc("topology", "add", "B", "C", "--both")
-    rc.append("A", "a1")
-    rc.append("C", "c1")
+    rc.append("A", a_key)
+    rc.append("C", c_key)
     rc("replicate")
+
+
+def test_pruning_a_retired_clock_refuses_a_damaged_log_in_the_dry_run_as_in_the_run(rc: Replctl) -> None:
+    # The dry run listed B's missing segments as "to rewrite" and exited 0; the run then retired C, read B,
+    # and refused with exit 4, half done.
+    _a_b_c_in_a_line(rc, "a1", "c1")
     rc("drill", "disaster", "B", "--from", "1")
     rc("topology", "remove", "B", "C")
     rc("topology", "remove", "C", "B")
@@ -516,6 +521,33 @@ def test_a_file_whose_bytes_changed_is_neither_replicated_nor_compacted(rc: Repl
     [log] = rc.json("log", "verify", "A", expect=3)["logs"]
     assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
         ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256")
+    ]
+
+
+def test_a_file_whose_bytes_changed_is_not_rewritten_by_a_clock_pruning(rc: Replctl) -> None:
+    # The pruning of a retired clock rewrote a segment whose file had changed at its size under a fresh
+    # digest: `log verify` then said ok and the changed event passed for intact. Its read now fails the
+    # file's page CRCs: damage (DR0), the file stays as it is, and `log verify` still names it.
+    _a_b_c_in_a_line(rc, "rot-a1", "rot-c1")
+    _rot_file(rc, "B", 1, "rot-c1")  # B's seq 2, whose vt holds C: a segment the pruning rewrites
+    rc("topology", "remove", "B", "C")
+    rc("topology", "remove", "C", "B")
+    [seg] = [s for s in rc.json("location", "show", "B")["segments"] if s["seq_lo"] == 2]
+    [name] = [p.name for p in (rc.store / seg["path"]).glob("*.parquet")]
+    files = _stored_bytes(rc, "B")
+    error = rc.json("location", "retire", "C", "--prune-clock", expect=4)["error"]
+    assert error == {
+        "code": "damaged",
+        "message": f"B's log is damaged: {seg['path']}/{name} changed since it was written (its SHA-256 differs "
+        "from its catalog row's) and fails its read; nothing was decided or written from the read (DR0)",
+        "hint": "replctl recover location B",
+    }
+    assert _stored_bytes(rc, "B") == files
+    [log] = rc.json("log", "verify", "B", expect=3)["logs"]
+    assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
+        # The changed file is not read: C's entry, which only its event carried, is missing from the LUB.
+        ("I3", None, "CVV {A:1,C:1} ≠ LUB of the stored vts ⊔ DVV ⊔ baselines = {A:1}"),
+        ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256"),
     ]
 
 
