@@ -190,8 +190,8 @@ def _consent(
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
-    """Before anything changes, dry run and run alike: DR0's consent to discard what A still stores intact
-    past the backup and no other live location stores, and BK3's refusal to lose what a newer backup holds."""
+    """Before anything changes, dry run and run alike: BK3's refusal to lose what a newer backup holds, then
+    DR0's consent to discard what A still stores intact past the backup and no other live location stores."""
     name, how = loc.name, f" --from-backup {manifest.id}"
     # The census tells the intact part of A's log from what a disaster already took (DR0): only the
     # intact part is discarded by the restore's choice.
@@ -205,6 +205,21 @@ def _consent(
     )
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
+        others = [x.cvv for x in tx.locations() if x.name != name]
+        base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))
+        start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
+        # BK3 before DR0, as a plain recovery asks them (`services.recovery._consent`): what a newer backup
+        # holds comes back by restoring it, without consent; DR0's hint would have the operator accept its loss.
+        loss.refuse_backup_held(
+            tx,
+            engine,
+            loc,
+            lambda: start,
+            manifests=backup_service.mine(ctx.catalog, backups, name),
+            restoring=manifest.id,
+            how=how,
+            accept_loss=accept_loss,
+        )
         loss.refuse_discard(
             tx,
             engine,
@@ -216,19 +231,6 @@ def _consent(
             accept_loss=accept_loss,
             doc=doc,
             changed=changed,
-        )
-        others = [x.cvv for x in tx.locations() if x.name != name]
-        base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))
-        start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
-        loss.refuse_backup_held(
-            tx,
-            engine,
-            loc,
-            lambda: start,
-            manifests=backup_service.mine(ctx.catalog, backups, name),
-            restoring=manifest.id,
-            how=how,
-            accept_loss=accept_loss,
         )
 
 

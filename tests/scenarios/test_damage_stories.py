@@ -478,6 +478,45 @@ def test_events_only_a_file_whose_bytes_changed_holds_are_discarded_only_with_co
     assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
 
 
+def _three_rotted_events(rc: Replctl) -> None:
+    """A alone, rot-a1..rot-a3 appended one by one: three segments of one event each."""
+    rc("location", "add", "A")
+    for key in ("rot-a1", "rot-a2", "rot-a3"):
+        rc.append("A", key)
+
+
+def _restored_exactly(rc: Replctl, backup: str) -> None:
+    """`recover location A --from-backup BACKUP` loses and discards nothing, and A's log is then exactly
+    rot-a1..rot-a3: identities, contents and seqs (BK2)."""
+    done = rc.json("recover", "location", "A", "--from-backup", backup)
+    assert (done["backup"], done["lost"], done["discarded"], done["refused"]) == (backup, {}, {}, [])
+    assert [
+        (e["seq"], e["origin"], e["origin_time"], e["key"]) for e in rc.json("log", "show", "A")["events"]
+    ] == [
+        (1, "A", 1, "rot-a1"),
+        (2, "A", 2, "rot-a2"),
+        (3, "A", 3, "rot-a3"),
+    ]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+def test_a_changed_file_whose_events_a_backup_holds_is_sent_to_the_backup_not_to_accept_loss(
+    rc: Replctl,
+) -> None:
+    # BK3 before DR0: A alone stores rot-a2 and rot-a3, and its backup holds both. One byte of the file of
+    # seq 2 changed at its size (bit rot) after the backup. The recovery asked DR0 first, which refused for
+    # the changed file with `--accept-loss` as the hint: an operator following it lost rot-a2 and rot-a3 for
+    # good, though restoring the backup brings them back without any consent (BK2).
+    _three_rotted_events(rc)
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    _rot_file(rc, "A", 1, "rot-a2")
+    files = _stored_bytes(rc, "A")
+    rc.refused_backup_held("A", "A: 2..3", made)
+    assert _stored_bytes(rc, "A") == files
+    # The hint, followed as it reads, restores A's exact events: identities, contents and seqs (BK2).
+    _restored_exactly(rc, made)
+
+
 @pytest.mark.parametrize(
     ("older", "damage"),
     [("file_contents = NULL", "zeroed"), ("files = NULL, file_contents = NULL", "missing")],
