@@ -11,6 +11,7 @@ clock then follow exactly as for any recovery (services.recovery.finish_recovery
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
@@ -23,7 +24,7 @@ from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.services import backups as backup_service
 from replctl.services import loss
-from replctl.services.backup_repair import way_out
+from replctl.services.backup_repair import damaged_copies, way_out
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane
@@ -58,7 +59,7 @@ def restore(
             code="BK2",
             hint=f"replctl backup list {name}",
         )
-    damaged = backup_service.damaged_copies(backups, manifest)
+    damaged = damaged_copies(backups, manifest)
     if damaged:
         problems = [f"{path}: {why}" for path, why in damaged.items()]
         raise EnvironmentFailure(
@@ -66,7 +67,14 @@ def restore(
             code="backup-damaged",
             # The way out, not `backup verify`, which says the same: a new backup while A's log is whole,
             # else an older backup or a recovery without one (a plain recovery's BK3 refusal names this one).
-            hint=way_out(catalog, engine.store, name, damaged, backups.roots()[0]),
+            hint=way_out(
+                catalog,
+                engine.store,
+                name,
+                damaged,
+                backups,
+                others=partial(backup_service.other_backups, catalog, backups, manifest),
+            ),
         )
     return operation(
         catalog,

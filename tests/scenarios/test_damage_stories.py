@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -515,6 +516,71 @@ def test_a_changed_file_whose_events_a_backup_holds_is_sent_to_the_backup_not_to
     assert _stored_bytes(rc, "A") == files
     # The hint, followed as it reads, restores A's exact events: identities, contents and seqs (BK2).
     _restored_exactly(rc, made)
+
+
+def _said_of_the_rot(path: str) -> str:
+    return (
+        f"A's log holds the same changed bytes (its segment(s) {path} differ from the SHA-256 their catalog rows "
+        "recorded: `replctl log verify A`), so a new backup would copy them again"
+    )
+
+
+def test_a_backup_taken_of_a_rotted_file_sends_the_operator_to_recovery_not_round_to_a_new_backup(
+    rc: Replctl,
+) -> None:
+    # BK1: a backup copies a file under the digest its row recorded at write. The file of seq 2 rotted at its
+    # size before the backup, which copied the changed bytes: `backup verify` found it damaged and said to
+    # remove the copy and run `backup create` again, which copied the same bytes, damaged again, for ever.
+    # The live file is hashed now: it changed too, so the way out is a recovery (no other backup holds seq 2).
+    _three_rotted_events(rc)
+    _rot_file(rc, "A", 1, "rot-a2")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    [path] = [s["path"] for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 2]
+    hint = (
+        f"{_said_of_the_rot(path)}, and no other backup holds seq 2 whole: recover A without one, accepting the "
+        "loss: `replctl recover location A --accept-loss`"
+    )
+    damaged = {
+        "code": "backup-damaged",
+        "message": f"backup {made} is damaged: {path}: digest differs from the manifest's",
+        "hint": hint,
+    }
+    assert rc.json("backup", "verify", expect=6)["error"] == damaged
+    assert rc("backup", "verify", expect=6).stdout.splitlines() == [
+        f"{made}: DAMAGED: {path}: digest differs from the manifest's",
+        f"hint: {hint}",
+    ]
+    assert rc.json("recover", "location", "A", "--from-backup", made, expect=6)["error"] == damaged
+    # What the old hint led to: the copy removed and a new backup made, which is damaged alike.
+    shutil.rmtree(rc.backups / "segments" / path)
+    again = rc.json("backup", "create", "A")["backups"][0]["id"]
+    assert rc.json("backup", "verify", again, expect=6)["error"]["hint"] == hint
+    # The hint, followed: the changed file goes with what follows it in the log, which only A stored (DR0).
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert (done["lost_from"], done["discarded"], done["lost"]) == (2, {"A": [3, 3]}, {"A": [2, 3]})
+    assert rc.keys("A") == ["rot-a1"]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+def test_a_backup_taken_of_a_rotted_file_names_an_older_backup_that_holds_its_seqs_whole(rc: Replctl) -> None:
+    # The older backup was taken before a compaction merged the three segments: the merged file rotted, and
+    # the backup of it is damaged, but the older one holds seqs 1..3 in the segments it copied whole (BK2).
+    _three_rotted_events(rc)
+    older = rc.json("backup", "create", "A")["backups"][0]["id"]
+    rc("log", "compact", "A")
+    _rot_file(rc, "A", 0, "rot-a2")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    [path] = [s["path"] for s in rc.json("location", "show", "A")["segments"]]
+    hint = (
+        f"{_said_of_the_rot(path)}: restore backup {older}, which holds seq 1..3 whole: "
+        f"`replctl recover location A --from-backup {older}`"
+    )
+    out = rc.json("backup", "verify", expect=6)
+    assert [(b["id"], b["ok"]) for b in out["backups"]] == [(older, True), (made, False)]
+    assert out["error"]["hint"] == hint
+    assert rc.json("recover", "location", "A", "--from-backup", made, expect=6)["error"]["hint"] == hint
+    # The hint, followed: A's log is the older backup's, its exact events under their seqs (BK2).
+    _restored_exactly(rc, older)
 
 
 @pytest.mark.parametrize(
