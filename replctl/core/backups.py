@@ -244,6 +244,20 @@ def age_order(manifest: Manifest) -> tuple[str, int, str]:
     return (manifest.created_at, manifest.catalog_version, manifest.id)
 
 
+def holds_seqs(manifest: Manifest, runs: Iterable[tuple[int, int]]) -> bool:
+    """Whether the backup's segments hold every seq of each run `(first, last)` of its location's log: a
+    restore of it gives back the events those seqs named (BK2; DR1 never gives a seq to another event)."""
+    held = sorted((s.seq_lo, s.seq_hi) for s in manifest.segments)
+    for first, last in runs:
+        wanted = first
+        for lo, hi in held:
+            if lo <= wanted <= hi:
+                wanted = hi + 1
+        if wanted <= last:
+            return False
+    return True
+
+
 def newest(manifests: Iterable[Manifest], location: str) -> Manifest | None:
     """The newest backup of `location` (`age_order`), or None."""
     mine = [m for m in manifests if m.location == location]

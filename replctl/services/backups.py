@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from replctl import __version__
@@ -36,7 +37,7 @@ from replctl.services.backup_outcomes import (
     BackupsMade,
     PruneOutcome,
 )
-from replctl.services.backup_repair import DIGEST_DIFFERS, way_out
+from replctl.services.backup_repair import damaged_copies, way_out
 from replctl.services.damage import refuse_damaged
 from replctl.services.logs import log_invariants
 from replctl.services.lookup import get_location
@@ -498,23 +499,6 @@ def show(catalog: Catalog, backups: BackupStore, ref: str) -> BackupShown:
     return BackupShown(find(catalog, backups, ref))
 
 
-def damaged_copies(backups: BackupStore, manifest: bk.Manifest) -> dict[str, str]:
-    """The backup's damaged segment copies (path -> why): missing, missing a file, or of sizes other than the
-    manifest's bytes (`core.backups.copy_damage`, a listing), then those whose digest differs."""
-    problems = {}
-    for seg in manifest.segments:
-        # Sizes first: a copy that lost a file is "missing" one, which says more than its digest does.
-        wrong = bk.copy_damage(seg, backups.segment_sizes(seg.path))
-        sha = None if wrong is not None else backups.segment_digest(seg.path)
-        if wrong is None and sha is None:
-            wrong = "missing"  # gone between the listing and the digest
-        elif wrong is None and sha != seg.digest:
-            wrong = DIGEST_DIFFERS
-        if wrong is not None:
-            problems[seg.path] = wrong
-    return problems
-
-
 def verify(
     catalog: Catalog,
     backups: BackupStore,
@@ -548,9 +532,17 @@ def verify(
             # The first damaged backup is the one the error names (`BackupChecks.error`). Without a catalog or
             # log store to read (a lost store), the generic hint: a new backup.
             with suppress(EnvironmentFailure):
-                repair = way_out(*live(), m.location, damaged, backups.roots()[0])
+                repair = way_out(
+                    *live(), m.location, damaged, backups, others=partial(other_backups, catalog, backups, m)
+                )
         results.append(BackupCheck(m.id, m.location, tuple(problems), tuple(violations)))
     return BackupChecks(tuple(results), repair)
+
+
+def other_backups(catalog: Catalog, backups: BackupStore, manifest: bk.Manifest) -> list[bk.Manifest]:
+    """This catalog's backups of `manifest`'s location but that one (`backup_repair.way_out` looks among them
+    for a whole one that holds what the damaged copies held)."""
+    return [m for m in mine(catalog, backups, manifest.location) if m.id != manifest.id]
 
 
 def _invariants(engine: DataPlane, manifest: bk.Manifest) -> list[dict[str, Any]]:

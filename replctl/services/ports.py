@@ -336,6 +336,13 @@ class LogStore(Protocol):
         the store, local or remote; None when nothing is there."""
         ...
 
+    def changed_files(self, segment: Segment) -> frozenset[str]:
+        """The names of `segment`'s catalogued data files the store holds at their recorded size whose bytes
+        are not the ones written: their SHA-256 differs from the one the row recorded (bit rot, an overwrite
+        at the same size), whether or not they still parse. Reads each such file whole; none on a store that
+        is not listed (remote) or for a row that records no digest."""
+        ...
+
 
 class DataPlane(Protocol):
     """The jobs over stored events (architecture.md: read → transform → write → report) and the store they

@@ -320,15 +320,30 @@ def _consent(
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
-    """Before anything changes, dry run and run alike: DR0's consent to discard intact events no other
-    location stores (a declared loss below the census's own first gap, and what the store still holds past
-    that gap: `past`, and a file whose bytes changed, `read` as the census gave it), and BK3's refusal to
-    lose what A's backup holds."""
+    """Before anything changes, dry run and run alike: BK3's refusal to lose what A's backup holds, then DR0's
+    consent to discard intact events no other location stores (a declared loss below the census's own first
+    gap, and what the store still holds past that gap: `past`, and a file whose bytes changed, `read` as the
+    census gave it)."""
     _refuse_older_store(engine.store, loc, found, accept_loss=accept_loss)
     split = dr.split_segments(segments, first_lost)
     how = "" if first_lost == found else f" --lost-from {first_lost}"
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
+        others = [x.cvv for x in tx.locations() if x.name != loc.name]
+
+        def start() -> VectorTime:
+            # DR1: A's CVV from every survivor, those of the segment straddling the first lost seq too, read
+            # as the run keeps them (`_recover_metadata`); left out, BK3 refused a recovery that loses
+            # nothing the backup holds, naming as lost what A still stores.
+            kept = engine.survivors_below(split.straddle, first_lost) if split.straddle else None
+            return dr.recovered_clock(loc, _survivors_lub(split, kept), others).cvv
+
+        # BK3 before DR0: what A's backup holds comes back with `--from-backup`, without consent. Asked
+        # second, DR0's refusal of a changed file sent the operator to `--accept-loss`, which loses for good
+        # the events the backup would have restored.
+        loss.refuse_backup_held(
+            tx, engine, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
+        )
         if first_lost != found or past:
             # The declared cut lies below what the census found lost: from it up to the census's gap (or the
             # end), the store still holds the events (a straddling segment counts whole). Past a gap in the
@@ -351,18 +366,6 @@ def _consent(
                 doc=doc,
                 changed=changed,
             )
-        others = [x.cvv for x in tx.locations() if x.name != loc.name]
-
-        def start() -> VectorTime:
-            # DR1: A's CVV from every survivor, those of the segment straddling the first lost seq too, read
-            # as the run keeps them (`_recover_metadata`); left out, BK3 refused a recovery that loses
-            # nothing the backup holds, naming as lost what A still stores.
-            kept = engine.survivors_below(split.straddle, first_lost) if split.straddle else None
-            return dr.recovered_clock(loc, _survivors_lub(split, kept), others).cvv
-
-        loss.refuse_backup_held(
-            tx, engine, loc, start, manifests=manifests, restoring=None, how=how, accept_loss=accept_loss
-        )
 
 
 def finish_recovery(

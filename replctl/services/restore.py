@@ -11,6 +11,7 @@ clock then follow exactly as for any recovery (services.recovery.finish_recovery
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from replctl.core import recovery as dr
@@ -23,7 +24,7 @@ from replctl.errors import EnvironmentFailure, Refused
 from replctl.failpoints import hit
 from replctl.services import backups as backup_service
 from replctl.services import loss
-from replctl.services.backup_repair import way_out
+from replctl.services.backup_repair import damaged_copies, way_out
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, backup_resource, location_resource, operation
 from replctl.services.ports import BackupStore, Catalog, DataPlane
@@ -58,7 +59,7 @@ def restore(
             code="BK2",
             hint=f"replctl backup list {name}",
         )
-    damaged = backup_service.damaged_copies(backups, manifest)
+    damaged = damaged_copies(backups, manifest)
     if damaged:
         problems = [f"{path}: {why}" for path, why in damaged.items()]
         raise EnvironmentFailure(
@@ -66,7 +67,14 @@ def restore(
             code="backup-damaged",
             # The way out, not `backup verify`, which says the same: a new backup while A's log is whole,
             # else an older backup or a recovery without one (a plain recovery's BK3 refusal names this one).
-            hint=way_out(catalog, engine.store, name, damaged, backups.roots()[0]),
+            hint=way_out(
+                catalog,
+                engine.store,
+                name,
+                damaged,
+                backups,
+                others=partial(backup_service.other_backups, catalog, backups, manifest),
+            ),
         )
     return operation(
         catalog,
@@ -190,8 +198,8 @@ def _consent(
     accept_loss: bool,
     doc: dict[str, Any],
 ) -> None:
-    """Before anything changes, dry run and run alike: DR0's consent to discard what A still stores intact
-    past the backup and no other live location stores, and BK3's refusal to lose what a newer backup holds."""
+    """Before anything changes, dry run and run alike: BK3's refusal to lose what a newer backup holds, then
+    DR0's consent to discard what A still stores intact past the backup and no other live location stores."""
     name, how = loc.name, f" --from-backup {manifest.id}"
     # The census tells the intact part of A's log from what a disaster already took (DR0): only the
     # intact part is discarded by the restore's choice.
@@ -205,6 +213,21 @@ def _consent(
     )
     # Reads only, around data-plane jobs (DR0's stored identities, BK3's hidden prefixes): no write lock.
     with ctx.transaction(readonly=True) as tx:
+        others = [x.cvv for x in tx.locations() if x.name != name]
+        base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))
+        start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
+        # BK3 before DR0, as a plain recovery asks them (`services.recovery._consent`): what a newer backup
+        # holds comes back by restoring it, without consent; DR0's hint would have the operator accept its loss.
+        loss.refuse_backup_held(
+            tx,
+            engine,
+            loc,
+            lambda: start,
+            manifests=backup_service.mine(ctx.catalog, backups, name),
+            restoring=manifest.id,
+            how=how,
+            accept_loss=accept_loss,
+        )
         loss.refuse_discard(
             tx,
             engine,
@@ -216,19 +239,6 @@ def _consent(
             accept_loss=accept_loss,
             doc=doc,
             changed=changed,
-        )
-        others = [x.cvv for x in tx.locations() if x.name != name]
-        base = replace(loc, dvv=dr.restored_dvv(loc, manifest.dvv))
-        start = dr.recovered_clock(base, manifest.survivors_lub, others).cvv
-        loss.refuse_backup_held(
-            tx,
-            engine,
-            loc,
-            lambda: start,
-            manifests=backup_service.mine(ctx.catalog, backups, name),
-            restoring=manifest.id,
-            how=how,
-            accept_loss=accept_loss,
         )
 
 

@@ -41,6 +41,8 @@ class FakeStore:
 
     def __init__(self) -> None:
         self.segments: dict[str, list[dict[str, Any]]] = {}
+        # Each segment's digest when written: what a real segment row records of its files' bytes.
+        self.written: dict[str, str | None] = {}
         self.marker: StoreMarker | None = None
         self._ids = itertools.count(1)
 
@@ -88,6 +90,7 @@ class FakeStore:
     def remove(self, relative: str) -> None:
         """Drop the segment at `relative`; nothing there is not an error (as the real store)."""
         self.segments.pop(relative, None)
+        self.written.pop(relative, None)
 
     def identity_extent(self, segment: Segment, origins: Sequence[str]) -> dict[str, tuple[int, int]]:
         """Per origin of `origins`, the smallest and largest origin_time in the segment."""
@@ -114,6 +117,7 @@ class FakeStore:
     def copy_segment(self, src_rel: str, dst_rel: str, names: Sequence[str] | None = None) -> None:
         """Copy a segment's events to another path."""
         self.segments[dst_rel] = [dict(e) for e in self.segments[src_rel]]
+        self.written[dst_rel] = self.written.get(src_rel)
 
     def segment_digest(self, relative: str) -> str | None:
         """A sha256 of the segment's events (the fake's own digest: no backup store copies its segments)."""
@@ -122,11 +126,21 @@ class FakeStore:
             return None
         return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
 
+    def changed_files(self, segment: Segment) -> frozenset[str]:
+        """The segment's one data file when its events are no longer the ones written, their count (its
+        "size") kept: the fake's bit rot, told by the digest taken at write (`written`)."""
+        rows = self.segments.get(segment.path)
+        recorded = self.written.get(segment.path)
+        if rows is None or recorded is None or len(rows) != segment.count:
+            return frozenset()
+        return frozenset() if self.segment_digest(segment.path) == recorded else frozenset({DATA_FILE})
+
     def write(self, relative: str, events: list[dict[str, Any]]) -> None:
         """Write a new segment; like Spark's `mode("error")`, an existing path is refused."""
         if relative in self.segments:
             raise AssertionError(f"segment {relative} written twice")
         self.segments[relative] = sorted(events, key=lambda e: e["seq"])
+        self.written[relative] = self.segment_digest(relative)
 
 
 def identity_covered(event: Mapping[str, Any], cvv: Mapping[str, int]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -549,6 +550,110 @@ def test_a_file_whose_bytes_changed_is_not_rewritten_by_a_clock_pruning(rc: Repl
         ("I3", None, "CVV {A:1,C:1} ≠ LUB of the stored vts ⊔ DVV ⊔ baselines = {A:1}"),
         ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256"),
     ]
+
+
+def _three_rotted_events(rc: Replctl) -> None:
+    """A alone, rot-a1..rot-a3 appended one by one: three segments of one event each."""
+    rc("location", "add", "A")
+    for key in ("rot-a1", "rot-a2", "rot-a3"):
+        rc.append("A", key)
+
+
+def _restored_exactly(rc: Replctl, backup: str) -> None:
+    """`recover location A --from-backup BACKUP` loses and discards nothing, and A's log is then exactly
+    rot-a1..rot-a3: identities, contents and seqs (BK2)."""
+    done = rc.json("recover", "location", "A", "--from-backup", backup)
+    assert (done["backup"], done["lost"], done["discarded"], done["refused"]) == (backup, {}, {}, [])
+    assert [
+        (e["seq"], e["origin"], e["origin_time"], e["key"]) for e in rc.json("log", "show", "A")["events"]
+    ] == [
+        (1, "A", 1, "rot-a1"),
+        (2, "A", 2, "rot-a2"),
+        (3, "A", 3, "rot-a3"),
+    ]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+def test_a_changed_file_whose_events_a_backup_holds_is_sent_to_the_backup_not_to_accept_loss(
+    rc: Replctl,
+) -> None:
+    # BK3 before DR0: A alone stores rot-a2 and rot-a3, and its backup holds both. One byte of the file of
+    # seq 2 changed at its size (bit rot) after the backup. The recovery asked DR0 first, which refused for
+    # the changed file with `--accept-loss` as the hint: an operator following it lost rot-a2 and rot-a3 for
+    # good, though restoring the backup brings them back without any consent (BK2).
+    _three_rotted_events(rc)
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    _rot_file(rc, "A", 1, "rot-a2")
+    files = _stored_bytes(rc, "A")
+    rc.refused_backup_held("A", "A: 2..3", made)
+    assert _stored_bytes(rc, "A") == files
+    # The hint, followed as it reads, restores A's exact events: identities, contents and seqs (BK2).
+    _restored_exactly(rc, made)
+
+
+def _said_of_the_rot(path: str) -> str:
+    return (
+        f"A's log holds the same changed bytes (its segment(s) {path} differ from the SHA-256 their catalog rows "
+        "recorded: `replctl log verify A`), so a new backup would copy them again"
+    )
+
+
+def test_a_backup_taken_of_a_rotted_file_sends_the_operator_to_recovery_not_round_to_a_new_backup(
+    rc: Replctl,
+) -> None:
+    # BK1: a backup copies a file under the digest its row recorded at write. The file of seq 2 rotted at its
+    # size before the backup, which copied the changed bytes: `backup verify` found it damaged and said to
+    # remove the copy and run `backup create` again, which copied the same bytes, damaged again, for ever.
+    # The live file is hashed now: it changed too, so the way out is a recovery (no other backup holds seq 2).
+    _three_rotted_events(rc)
+    _rot_file(rc, "A", 1, "rot-a2")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    [path] = [s["path"] for s in rc.json("location", "show", "A")["segments"] if s["seq_lo"] == 2]
+    hint = (
+        f"{_said_of_the_rot(path)}, and no other backup holds seq 2 whole: recover A without one, accepting the "
+        "loss: `replctl recover location A --accept-loss`"
+    )
+    damaged = {
+        "code": "backup-damaged",
+        "message": f"backup {made} is damaged: {path}: digest differs from the manifest's",
+        "hint": hint,
+    }
+    assert rc.json("backup", "verify", expect=6)["error"] == damaged
+    assert rc("backup", "verify", expect=6).stdout.splitlines() == [
+        f"{made}: DAMAGED: {path}: digest differs from the manifest's",
+        f"hint: {hint}",
+    ]
+    assert rc.json("recover", "location", "A", "--from-backup", made, expect=6)["error"] == damaged
+    # What the old hint led to: the copy removed and a new backup made, which is damaged alike.
+    shutil.rmtree(rc.backups / "segments" / path)
+    again = rc.json("backup", "create", "A")["backups"][0]["id"]
+    assert rc.json("backup", "verify", again, expect=6)["error"]["hint"] == hint
+    # The hint, followed: the changed file goes with what follows it in the log, which only A stored (DR0).
+    done = rc.json("recover", "location", "A", "--accept-loss")
+    assert (done["lost_from"], done["discarded"], done["lost"]) == (2, {"A": [3, 3]}, {"A": [2, 3]})
+    assert rc.keys("A") == ["rot-a1"]
+    assert rc("log", "verify", "A").stdout.splitlines() == ["A: ok (I1–I7)"]
+
+
+def test_a_backup_taken_of_a_rotted_file_names_an_older_backup_that_holds_its_seqs_whole(rc: Replctl) -> None:
+    # The older backup was taken before a compaction merged the three segments: the merged file rotted, and
+    # the backup of it is damaged, but the older one holds seqs 1..3 in the segments it copied whole (BK2).
+    _three_rotted_events(rc)
+    older = rc.json("backup", "create", "A")["backups"][0]["id"]
+    rc("log", "compact", "A")
+    _rot_file(rc, "A", 0, "rot-a2")
+    made = rc.json("backup", "create", "A")["backups"][0]["id"]
+    [path] = [s["path"] for s in rc.json("location", "show", "A")["segments"]]
+    hint = (
+        f"{_said_of_the_rot(path)}: restore backup {older}, which holds seq 1..3 whole: "
+        f"`replctl recover location A --from-backup {older}`"
+    )
+    out = rc.json("backup", "verify", expect=6)
+    assert [(b["id"], b["ok"]) for b in out["backups"]] == [(older, True), (made, False)]
+    assert out["error"]["hint"] == hint
+    assert rc.json("recover", "location", "A", "--from-backup", made, expect=6)["error"]["hint"] == hint
+    # The hint, followed: A's log is the older backup's, its exact events under their seqs (BK2).
+    _restored_exactly(rc, older)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from replctl.core.backups import (
     Manifest,
     copy_damage,
     foreign_reason,
+    holds_seqs,
     newest,
     of_catalog,
     prune,
@@ -258,3 +259,12 @@ def test_a_copy_is_whole_by_size_only_when_every_file_its_entry_implies_is_there
         == "part-1.parquet holds 7 bytes, its catalog row 40"
     )
     assert copy_damage(entry, {**whole, "stray": 1}) == "the copy holds 101 bytes, the manifest records 100"
+
+
+def test_a_backup_holds_a_run_of_seqs_only_when_its_segments_cover_every_one_bk2() -> None:
+    # `backup verify` names a backup holding the seqs of a changed live file whole (services.backup_repair).
+    held = manifest("b1", "A", T0, {"A": 9}, seg("A/s4", 4, 6), seg("A/s1", 1, 3), seg("A/s8", 8, 9))
+    assert holds_seqs(held, [(1, 6)]) and holds_seqs(held, [(2, 5), (8, 8)])
+    assert not holds_seqs(held, [(5, 8)])  # seq 7 is in no segment
+    assert not holds_seqs(held, [(9, 10)])
+    assert holds_seqs(held, [])

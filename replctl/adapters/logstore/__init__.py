@@ -171,6 +171,14 @@ class LogStore:
         except OSError as exc:  # ArrowIOError derives from it
             raise EnvironmentFailure(f"cannot read {self.uri(relative)}: {exc}", code="store") from exc
 
+    def changed_files(self, segment: Segment) -> frozenset[str]:
+        """The catalogued data files of `segment` held at their recorded size whose SHA-256 differs from the
+        one its row recorded at write (`inventory.digest_differs`); none on a remote store."""
+        # Here, not at the top: the inventory imports this module for its LogStore.
+        from replctl.adapters.logstore.inventory import digest_differs
+
+        return digest_differs(self, segment)
+
     def _remove_remote(self, relative: str) -> None:
         import pyarrow.fs as pafs
 

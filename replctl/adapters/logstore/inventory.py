@@ -83,6 +83,19 @@ def changed(store: LogStore, segment: Segment) -> frozenset[str]:
     Reads every such file whole: for recovery only, which reads the log anyway. A file of another size is
     judged by what it reads (cut short, it keeps its prefix: DR0); a row that records no digest (older rows,
     remote stores) is not checked."""
+    return frozenset(
+        name
+        for name in digest_differs(store, segment)
+        if readable(store.local_path(f"{segment.path}/{name}"))
+    )
+
+
+def digest_differs(store: LogStore, segment: Segment) -> frozenset[str]:
+    """The catalogued data files of `segment` the store holds at their recorded size whose SHA-256 differs
+    from the one the row recorded at write, whether or not they still parse (`changed` keeps those that do).
+    A backup copies such a file as it is now, under the digest recorded at write (BK1): it is damaged from
+    the start, and so is every later backup of the same file. Reads every such file whole; none on a remote
+    store or for a row that records no digest."""
     if not store.is_local or not segment.files:
         return frozenset()
     stored = store.segment_files(segment.path) or {}
@@ -92,7 +105,6 @@ def changed(store: LogStore, segment: Segment) -> frozenset[str]:
         if f.sha256 is not None
         and stored.get(f.name) == f.size
         and _differs(store.local_path(f"{segment.path}/{f.name}"), f.sha256)
-        and readable(store.local_path(f"{segment.path}/{f.name}"))
     )
 
 
