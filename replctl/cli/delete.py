@@ -52,6 +52,7 @@ def delete(
             location,
             upto=upto,
             older_than=older_than,
+            now=app.now,
             logical=logical,
             reason=app.reason,
             dry_run=dry_run or app.planning,

@@ -457,12 +457,18 @@ def delete(
     *,
     upto: int | None,
     older_than: str | None = None,
+    now: datetime | None = None,
     logical: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
     guard: DeletionGuard | None = None,
 ) -> DeletionOutcome:
-    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4)."""
+    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4).
+
+    `--older-than` counts back from `now`, the command's one instant (`AppContext.now`; None: the clock, read
+    here, before the leases are taken): never from the clock when the run begins, which a wait for the leases
+    would move past what the dry run or the applied plan showed.
+    """
     if (upto is None) == (older_than is None):
         raise InvalidInput(
             "give exactly one of --upto SEQ or --older-than AGE",
@@ -471,6 +477,7 @@ def delete(
         )
     if upto is not None and upto < 0:
         raise InvalidInput(f"--upto takes a seq ≥ 0, got {upto}", code="bad-number")
+    instant = datetime.now(UTC) if now is None else now
 
     def body(ctx: OperationContext) -> DeletionOutcome:
         requested, none_older = upto, False
@@ -481,7 +488,7 @@ def delete(
                 loc = get_location(tx, name)
                 segments = tx.segments(name)
                 waiting = tx.pending_deletion(name)
-            found = engine.last_seq_emitted_before(segments, datetime.now(UTC) - age)
+            found = engine.last_seq_emitted_before(segments, instant - age)
             requested = max(found or 0, loc.deleted_upto)
             # Nothing older and nothing waiting (DEL4 would retry it): the request below changes nothing.
             none_older = found is None and waiting is None
