@@ -144,8 +144,13 @@ def _split_reason(recorded: PlanFile, given: str | None) -> tuple[list[str], str
 
 
 def _nested(app: AppContext, reason: str | None, **mode: Any) -> AppContext:
-    """A fresh context for one run of the recorded command: this invocation's settings, its own adapters."""
-    return AppContext(settings=app.settings, yes=app.yes, reason=reason, progress=app.progress, **mode)
+    """A fresh context for one run of the recorded command: this invocation's settings and instant, its own
+    adapters. The instant is apply's: the dry run that checks the plan and the run that executes it count
+    `--older-than` back from the same moment, so a run that waits for its leases cuts no later than the
+    checked plan (the catalog version, checked under the leases, cannot see the clock move)."""
+    return AppContext(
+        settings=app.settings, yes=app.yes, reason=reason, progress=app.progress, now=app.now, **mode
+    )
 
 
 def _invoke(

@@ -245,6 +245,7 @@ def prune(
             location,
             keep_last=keep_last,
             older_than=older_than,
+            now=app.now,
             require_recoverable=require_recoverable or app.settings.require_recoverable,
             reason=app.reason,
             dry_run=dry_run or app.planning,

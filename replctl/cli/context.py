@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,10 @@ class AppContext:
     applied: AppliedPlan | None = None
     # A destructive command making its dry run to show before asking for confirmation (cli.confirm).
     previewing: bool = False
+    # The command's one instant, read once as the context is made: what `--older-than` counts back from in the
+    # dry run, the plan, the confirmation preview and the run alike, however long the run waits for its leases
+    # (`replctl apply` passes its own to both runs it makes, so the run cuts where the checked plan said).
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
     # The backup store the command names itself (`backup create --to`): guarded from output files as the
     # configured one is (`own_places`).
     named_backup_store: str | None = None

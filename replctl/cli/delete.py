@@ -52,6 +52,7 @@ def delete(
             location,
             upto=upto,
             older_than=older_than,
+            now=app.now,
             logical=logical,
             reason=app.reason,
             dry_run=dry_run or app.planning,
@@ -83,7 +84,15 @@ def delete(
             )
         for b in out.blocked_by:
             console.print(f"waits [DEL3]: {b.target} still needs seq {b.first_blocked_seq}", markup=False)
-        if out.pending:
+        if out.pending and out.logical:
+            # DEL4: not this request's (it is done), but the earlier physical one still waits.
+            console.print(
+                f"an earlier physical deletion up to {out.pending_upto} still waits (DEL4); it is retried "
+                f"after every replicate run (hint: replctl replicate, then replctl delete {location} --upto "
+                f"{out.pending_upto})",
+                markup=False,
+            )
+        elif out.pending:
             if out.pending_upto is not None and out.pending_upto > out.requested_upto:
                 console.print(
                     f"an earlier request up to {out.pending_upto} still waits and is kept (DEL4)",

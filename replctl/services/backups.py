@@ -571,6 +571,7 @@ def prune(
     *,
     keep_last: int | None,
     older_than: str | None,
+    now: datetime | None = None,
     require_recoverable: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
@@ -585,13 +586,18 @@ def prune(
     One journalled operation holding the backups' lease of every location it may touch (BK1): a backup being
     made reuses files that only its earlier manifests name until its own manifest is written, and a restore
     reads its backup's files; neither may lose one to a prune meanwhile. A backup store that overlaps the log
-    store is refused first (exit 2, `check_apart`): its files may be the logs'."""
+    store is refused first (exit 2, `check_apart`): its files may be the logs'.
+
+    `--older-than` counts back from `now`, the command's one instant (`AppContext.now`; None: the clock, read
+    here, before the leases): a run that waits for its leases removes no backup the dry run or the applied
+    plan kept."""
     if (keep_last is None) == (older_than is None):
         raise InvalidInput("give exactly one of --keep-last N or --older-than DURATION", code="usage")
     if keep_last is not None and keep_last < 0:
         raise InvalidInput(f"--keep-last takes N ≥ 0, got {keep_last}", code="bad-number")
     check_apart(backups, "BK1", "nothing was removed")
     age = parse_age(older_than) if older_than is not None else None
+    instant = datetime.now(UTC) if now is None else now
     touched = sorted({m.location for m in mine(catalog, backups, location)})
 
     def body(ctx: OperationContext) -> PruneOutcome:
@@ -603,7 +609,7 @@ def prune(
             location=location,
             keep_last=keep_last,
             older_than=age,
-            now=datetime.now(UTC),
+            now=instant,
             # Another catalog's backups are never removed, nor a file one of them lists.
             others=[m for m in every if m not in ours],
         )

@@ -43,6 +43,7 @@ class DeletionOutcome:
     `makes_unrecoverable` (BK4) is None when the backups check did not run (a logical deletion, no cut).
     `none_older` says that `--older-than` found no stored event older than its cutoff and no earlier
     request waits, so the request changes nothing (its text says so; --json shows it as `requested_upto`).
+    A logical request reports an earlier physical one that still waits as `pending` up to `pending_upto`.
     """
 
     location: str
@@ -83,8 +84,11 @@ class DeletionOutcome:
 
     @property
     def completion(self) -> Completion:
-        """Incomplete (exit 5) while the physical deletion waits for a target (DEL4 retries it)."""
-        return Completion.INCOMPLETE if self.pending and not self.dry_run else Completion.COMPLETE
+        """Incomplete (exit 5) while the physical deletion this request asked waits for a target (DEL4 retries
+        it). A logical request is complete at once (DEL1): an earlier physical request it reports as `pending`
+        is not its own to finish."""
+        waits = self.pending and not self.dry_run and not self.logical
+        return Completion.INCOMPLETE if waits else Completion.COMPLETE
 
     def to_json(self) -> dict[str, Any]:
         """`delete --json` (cli.md)."""
@@ -171,7 +175,7 @@ def delete_in(
     refuse_unwritable(engine.store, loc, segments)
     if logical:
         _delete_logically(ctx, loc, new_logical)
-        return doc
+        return _with_waiting(doc, waiting)
 
     cut_bound = plan.bound(loc, target_upto)
     cut = _decide_cut(engine, loc, targets, segments, cut_bound, target_segments=target_segments)
@@ -313,6 +317,17 @@ def _delivered(segments: list[Segment], reach: dict[str, int]) -> dict[str, Vect
     """Per target, the most it holds of the source's log once replicated up to `reach[target]`: the LUB of
     the segments it reaches (a straddling one whole), so that BK4 errs towards reporting, never silence."""
     return {t: lub(s.vt_lub for s in segments if s.seq_lo <= upto) for t, upto in reach.items()}
+
+
+def _with_waiting(doc: dict[str, Any], waiting: PendingDeletion | None) -> dict[str, Any]:
+    """A logical request's report (`doc`) saying whether an earlier physical request still waits (DEL4).
+
+    The logical request neither joins nor clears it, but the operator is told it is there and up to where, as
+    `status` lists it. It stays complete: this request did all it asked (`DeletionOutcome.completion`).
+    """
+    if waiting is None:
+        return doc
+    return {**doc, "pending": True, "pending_upto": waiting.requested_upto}
 
 
 def _delete_logically(ctx: OperationContext, loc: Location, new_logical: int) -> None:
@@ -457,12 +472,18 @@ def delete(
     *,
     upto: int | None,
     older_than: str | None = None,
+    now: datetime | None = None,
     logical: bool = False,
     reason: str | None = None,
     dry_run: bool = False,
     guard: DeletionGuard | None = None,
 ) -> DeletionOutcome:
-    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4)."""
+    """`delete LOC --upto SEQ [--logical]` or `--older-than 30d`; `guard` as for `delete_in` (BK4).
+
+    `--older-than` counts back from `now`, the command's one instant (`AppContext.now`; None: the clock, read
+    here, before the leases are taken): never from the clock when the run begins, which a wait for the leases
+    would move past what the dry run or the applied plan showed.
+    """
     if (upto is None) == (older_than is None):
         raise InvalidInput(
             "give exactly one of --upto SEQ or --older-than AGE",
@@ -471,6 +492,7 @@ def delete(
         )
     if upto is not None and upto < 0:
         raise InvalidInput(f"--upto takes a seq ≥ 0, got {upto}", code="bad-number")
+    instant = datetime.now(UTC) if now is None else now
 
     def body(ctx: OperationContext) -> DeletionOutcome:
         requested, none_older = upto, False
@@ -481,7 +503,7 @@ def delete(
                 loc = get_location(tx, name)
                 segments = tx.segments(name)
                 waiting = tx.pending_deletion(name)
-            found = engine.last_seq_emitted_before(segments, datetime.now(UTC) - age)
+            found = engine.last_seq_emitted_before(segments, instant - age)
             requested = max(found or 0, loc.deleted_upto)
             # Nothing older and nothing waiting (DEL4 would retry it): the request below changes nothing.
             none_older = found is None and waiting is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -659,3 +660,58 @@ def test_a_jsonl_input_replaced_after_apply_checked_it_is_refused_as_stale_and_j
     [op] = rc.json("ops", "list")["operations"][:1]
     assert {k: v for k, v in op["args"].items() if not k.startswith("plan_")} == {"location": "A"}
     assert rc.keys("A") == []
+
+
+# --older-than in seconds: long enough that apply's own checks, on a warm Spark, end well within it, so the plan
+# is not stale when applied (a plan made on a cold Spark would age an event past it before apply began).
+AGE = 6
+
+
+def _older_than_plan(rc: Replctl, command: str, tmp_path: Path) -> tuple[Path, list[str]]:
+    """Two of A's events and one backup aged past AGE, two of each younger; a plan cutting `--older-than AGE`
+    made at once; returns it and what the plan keeps (A's keys for `delete`, backup ids for `backup prune`)."""
+    rc.append("A", "e1", "e2")
+    # Spark warm (a job on A's log) before the clock matters.
+    rc("delete", "A", "--older-than", "1d", "--dry-run")
+    rc("backup", "create", "A")
+    time.sleep(AGE + 1)
+    rc.append("A", "e3", "e4")
+    rc("backup", "create", "A")
+    path = tmp_path / "plan.json"
+    if command == "delete":
+        planned = rc.json("delete", "A", "--older-than", f"{AGE}s", "--plan-out", str(path))["plan"]
+        assert (planned["deleted_upto"], planned["would_delete"]) == (2, {"from": 1, "upto": 2})
+        return path, ["e3", "e4"]
+    planned = rc.json("backup", "prune", "A", "--older-than", f"{AGE}s", "--plan-out", str(path))["plan"]
+    [old, young] = [b["id"] for b in rc.json("backup", "list")["backups"]]
+    assert (planned["removed"], planned["kept"]) == ([old], [young])
+    return path, [young]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["delete", "backup prune"])
+def test_an_applied_older_than_plan_cuts_where_the_plan_said_however_long_its_run_waits(
+    rc: Replctl, tmp_path: Path, command: str
+) -> None:
+    # The run read the clock again once it held its leases, which the plan's catalog-version check cannot see:
+    # the events (backups) that aged past --older-than while it waited were deleted (removed) although the
+    # reviewed plan kept them. A command has one instant (AppContext.now), the plan's check and the run alike.
+    from replctl import failpoints
+
+    path, kept = _older_than_plan(rc, command, tmp_path)
+
+    def wait_for_the_younger_to_age() -> None:
+        time.sleep(AGE + 1)
+
+    with failpoints.calling("operation.after-lease", wait_for_the_younger_to_age) as ran:
+        applied = rc.json("apply", str(path))
+    assert ran == ["operation.after-lease"]
+    planned = json.loads(path.read_text())["plan"]
+    # What the plan showed, as the run reports it (a run's `would_delete` is None: it did delete).
+    ran_as = {"dry_run": False, **({"would_delete": None} if command == "delete" else {})}
+    assert applied == {**planned, **ran_as}
+    if command == "delete":
+        assert rc.keys("A") == kept
+    else:
+        assert [b["id"] for b in rc.json("backup", "list")["backups"]] == kept

@@ -126,6 +126,48 @@ def test_del4_a_pending_deletion_is_retried_after_replicating_a_pair_it_is_not_p
     assert rc.json("log", "verify")["ok"]
 
 
+def test_a_logical_deletion_says_that_an_earlier_physical_request_still_waits_and_exits_0(
+    rc: Replctl,
+) -> None:
+    # DEL1/DEL4: `delete --logical` answered `pending: false` while A's physical request up to 2 still waited
+    # for B; it is done at once (exit 0), and it now says that the earlier request waits, and up to where.
+    rc("location", "add", "A")
+    rc("location", "add", "B")
+    rc("topology", "add", "A", "B")
+    rc.append("A", "a1", "a2", "a3")
+    rc("delete", "A", "--upto", "2", expect=5)  # B holds none of them: the whole request waits
+    doc = rc.json("delete", "A", "--upto", "3", "--logical")
+    assert doc == {
+        "ok": True,
+        "location": "A",
+        "requested_upto": 3,
+        "logical": True,
+        "dry_run": False,
+        "logical_deleted_upto": 3,
+        "deleted_upto": 0,
+        "dvv": {},
+        "pending": True,
+        "pending_upto": 2,
+        "blocked_by": [],
+        "would_delete": None,
+    }
+    out = rc("delete", "A", "--upto", "3", "--logical")
+    assert out.stdout.splitlines() == [
+        "A: logically deleted up to 3, physically up to 0; DVV {}",
+        "an earlier physical deletion up to 2 still waits (DEL4); it is retried after every replicate run "
+        "(hint: replctl replicate, then replctl delete A --upto 2)",
+    ]
+    # The logical request neither joined nor cleared the waiting one, and was journalled as done.
+    assert rc.json("status")["pending_deletions"] == [
+        {"location": "A", "requested_upto": 2, "blocked_by": [{"target": "B", "first_blocked_seq": None}]}
+    ]
+    assert [op["outcome"] for op in rc.json("ops", "list")["operations"][:2]] == ["succeeded", "succeeded"]
+    assert rc.stored("A") == [("A", 1, "a1"), ("A", 2, "a2"), ("A", 3, "a3")]
+    rc("replicate")
+    assert rc.stored("A") == [("A", 3, "a3")]
+    assert rc.json("delete", "A", "--upto", "3", "--logical")["pending"] is False
+
+
 def test_dr1_after_a_loss_a_new_event_never_takes_the_seq_of_a_pending_deletion(rc: Replctl) -> None:
     rc("location", "add", "A")
     rc("location", "add", "B")
