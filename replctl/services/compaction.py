@@ -16,6 +16,7 @@ from typing import Any
 from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.outcomes import AllOrNothing
 from replctl.core.retirement import clocks
+from replctl.core.topology_plans import case_twins
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
 from replctl.services.lookup import get_location
@@ -109,7 +110,10 @@ def compact(
                 hit("compact.after-remove")
         if gc and engine.store.is_local:
             with ctx.transaction() as tx:
-                named = {s.path for s in tx.segments(name)}
+                # The rows of a location whose id differs only in case count as this log's: on a store whose
+                # file system ignores case both logs share one folder, and their segments are no orphans.
+                twins = case_twins(name, [x.name for x in tx.locations()])
+                named = {s.path for owner in [name, *twins] for s in tx.segments(owner)}
             found = orphans(engine.store.list_segment_dirs(name), named)
             doc = replace(doc, orphans_removed=tuple(found))
             if not ctx.dry_run:
