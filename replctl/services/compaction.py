@@ -17,6 +17,7 @@ from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.outcomes import AllOrNothing
 from replctl.core.retirement import clocks
 from replctl.core.topology_plans import case_twins
+from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
 from replctl.services.lookup import get_location
@@ -71,6 +72,17 @@ def compact(
 ) -> CompactionOutcome:
     """Merge runs of small segments of one log; with `gc`, remove segment folders no catalog row names."""
 
+    if gc and not engine.store.is_local:
+        # Refused before anything runs: finding orphans lists the store's folders, which only a local store
+        # allows here; answering `orphans_removed: []` would say none were there.
+        raise InvalidInput(
+            f"log compact --gc needs a local store: it lists the store's folders to find orphans, and the store "
+            f"{engine.store.root} is not local; nothing was done",
+            code="bad-option",
+            hint=f"replctl log compact {name} (without --gc) merges small segments; remove orphan segment "
+            "folders with the store's own tools",
+        )
+
     def body(ctx: OperationContext) -> CompactionOutcome:
         with ctx.transaction() as tx:
             loc = get_location(tx, name)
@@ -108,7 +120,7 @@ def compact(
                 for seg in run:
                     engine.store.remove(seg.path)
                 hit("compact.after-remove")
-        if gc and engine.store.is_local:
+        if gc:
             with ctx.transaction() as tx:
                 # The rows of a location whose id differs only in case count as this log's: on a store whose
                 # file system ignores case both logs share one folder, and their segments are no orphans.

@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+import pytest
 from service_appends import append_keys
 from shared_engine import bare_settings
 
 from replctl.adapters.dataplane import Engine
 from replctl.adapters.logstore import LogStore
 from replctl.core.model import Change, ChangeKind, Location, Role
-from replctl.services import compaction, logs, topology
+from replctl.errors import InvalidInput
+from replctl.services import compaction, journal, logs, topology
 from replctl.services.ports import Catalog
 
 # A folder named as a segment is (`LogStore.new_segment_path`) that no catalog row names: an orphan.
@@ -70,3 +73,32 @@ def test_compaction_gc_never_collects_the_segments_of_a_location_whose_id_differ
     assert _log(catalog, engine, "eu") == [(1, "eu", 1, "e1")]
     assert _log(catalog, engine, "EU") == [(1, "EU", 1, "E1"), (2, "EU", 2, "E2")]
     assert not (tmp_path / "logs" / "eu" / ORPHAN).exists()
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+def test_log_compact_gc_on_a_remote_store_is_refused_before_anything_runs(
+    catalog: Catalog, tmp_path: Path, dry_run: bool
+) -> None:
+    # The remote adapter (pyarrow's file system, as for s3a:// or hdfs://) over a local folder.
+    store = LogStore(tmp_path / "remote", filesystem=pafs.LocalFileSystem())
+    assert not store.is_local
+    engine = _engine(store, tmp_path)
+    topology.add_location(catalog, "A", Role.READ_WRITE)
+    _orphan(tmp_path / "remote" / "A")
+    before = [op.command for op in journal.recent_operations(catalog, 10).operations]
+
+    with pytest.raises(InvalidInput) as refused:
+        compaction.compact(catalog, engine, "A", gc=True, dry_run=dry_run)
+
+    assert (refused.value.exit_code, refused.value.code) == (2, "bad-option")
+    assert refused.value.message == (
+        f"log compact --gc needs a local store: it lists the store's folders to find orphans, and the store "
+        f"{store.root} is not local; nothing was done"
+    )
+    assert refused.value.hint == (
+        "replctl log compact A (without --gc) merges small segments; remove orphan segment folders with the "
+        "store's own tools"
+    )
+    # Nothing ran: no operation journalled, the orphan where it was.
+    assert [op.command for op in journal.recent_operations(catalog, 10).operations] == before
+    assert (tmp_path / "remote" / "A" / ORPHAN / "part-00000.parquet").read_bytes() == b"left by a crash"
