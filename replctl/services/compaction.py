@@ -20,6 +20,7 @@ from replctl.core.topology_plans import case_twins
 from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
+from replctl.services.leftovers import remove_after_commit
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
@@ -117,8 +118,14 @@ def compact(
                     tx.add_written_segment(name, out_rel, stats, ctx.id, files)
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below
-                for seg in run:
-                    engine.store.remove(seg.path)
+                remove_after_commit(
+                    engine.store,
+                    name,
+                    [seg.path for seg in run],
+                    committed=f"log compact {name}: the merge of seq {run[0].seq_lo}..{run[-1].seq_hi} "
+                    f"({len(run)} segments) into {out_rel} is committed",
+                    consequence="those folders hold copies of the merged events, which nothing reads",
+                )
                 hit("compact.after-remove")
         if gc:
             with ctx.transaction() as tx:
