@@ -52,5 +52,12 @@ def merge_runs(segments: list[Segment], target_size: int) -> list[list[Segment]]
 
 
 def orphans(stored: list[str], catalogued: set[str]) -> list[str]:
-    """Segment folders in the store that no catalog row names: never read, safe to remove under the lease."""
-    return sorted(path for path in stored if path not in catalogued)
+    """Segment folders in the store that no catalog row names: never read, safe to remove under the lease.
+
+    Compared regardless of case: on a store whose file system ignores case, `eu/seg-…` and `EU/seg-…` are one
+    folder, so a folder that a row of a location whose id differs only in case names (passed in `catalogued`)
+    is that location's segment, not an orphan. On a case-sensitive store this keeps at most a folder whose
+    name differs from a row's only in case, which no writer makes: the safe way to be wrong.
+    """
+    named = {path.casefold() for path in catalogued}
+    return sorted(path for path in stored if path.casefold() not in named)

@@ -20,6 +20,7 @@ from replctl.core.topology_rules import identical_filter_violations, structural_
 
 __all__ = [
     "Decision",
+    "case_twins",
     "plan_connection_add",
     "plan_connection_remove",
     "plan_failover",
@@ -73,13 +74,44 @@ def plan_location_add(state: TopologyState, name: str, role: Role = Role.READ_WR
             f"location id {name} was already used and retired; a location id is never reused (M1)",
             hint="choose a new location id: replctl location add NEW-NAME",
         )
+    taken = _name_taken(state, name)
+    if taken is not None:
+        return Decision(violations=(taken,))
+    return Decision(changes=(Change(kind=ChangeKind.LOCATION_ADDED, location=name, role=role),))
+
+
+def _name_taken(state: TopologyState, name: str) -> Violation | None:
+    """Why a new location id `name` is taken (`name-taken`): a declared group's name, or the id of a location,
+    retired ones included (M1: a retired log's folder may still hold segments), differing from it only in case.
+    On a store whose file system ignores case (macOS and Windows defaults, SMB and NAS mounts) such twins share
+    one folder, and `log compact --gc` of one would collect the other's segments as orphans."""
     if name in state.groups:
-        return _refuse(
-            "name-taken",
-            f"{name} names a declared group; a location id must differ from every group name",
+        return Violation(
+            code="name-taken",
+            message=f"{name} names a declared group; a location id must differ from every group name",
             hint="choose another location id",
         )
-    return Decision(changes=(Change(kind=ChangeKind.LOCATION_ADDED, location=name, role=role),))
+    twins = case_twins(name, state.roles)
+    if not twins:
+        return None
+    twin = twins[0]
+    retired = " (retired)" if twin in state.retired else ""
+    return Violation(
+        code="name-taken",
+        message=f"location id {name} differs only in case from location {twin}{retired}; on a store whose file "
+        "system ignores case (macOS and Windows defaults, SMB and NAS mounts) both logs would share one "
+        "folder, so an id must differ from every other in more than case (M1)",
+        hint="choose a location id that differs in more than case: replctl location add NEW-NAME",
+        details={"twin": twin},
+    )
+
+
+def case_twins(name: str, locations: Iterable[str]) -> list[str]:
+    """The ids among `locations` that differ from `name` only in case. On a store whose file system ignores
+    case their logs share `name`'s folder: `location add` refuses such an id (M1), and `log compact --gc`
+    spares their segments, for a catalog an older version let hold such a pair."""
+    folded = name.casefold()
+    return sorted(other for other in locations if other != name and other.casefold() == folded)
 
 
 def plan_connection_add(

@@ -16,8 +16,11 @@ from typing import Any
 from replctl.core.compaction import orphans, plan_compaction
 from replctl.core.outcomes import AllOrNothing
 from replctl.core.retirement import clocks
+from replctl.core.topology_plans import case_twins
+from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.damage import refuse_unwritable
+from replctl.services.leftovers import remove_after_commit
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
@@ -70,6 +73,17 @@ def compact(
 ) -> CompactionOutcome:
     """Merge runs of small segments of one log; with `gc`, remove segment folders no catalog row names."""
 
+    if gc and not engine.store.is_local:
+        # Refused before anything runs: finding orphans lists the store's folders, which only a local store
+        # allows here; answering `orphans_removed: []` would say none were there.
+        raise InvalidInput(
+            f"log compact --gc needs a local store: it lists the store's folders to find orphans, and the store "
+            f"{engine.store.root} is not local; nothing was done",
+            code="bad-option",
+            hint=f"replctl log compact {name} (without --gc) merges small segments; remove orphan segment "
+            "folders with the store's own tools",
+        )
+
     def body(ctx: OperationContext) -> CompactionOutcome:
         with ctx.transaction() as tx:
             loc = get_location(tx, name)
@@ -104,12 +118,21 @@ def compact(
                     tx.add_written_segment(name, out_rel, stats, ctx.id, files)
                     ctx.step(tx, "merge", {"segments": len(run), "into": out_rel})
                 hit("compact.after-commit")  # the run's old files are orphans until removed just below
-                for seg in run:
-                    engine.store.remove(seg.path)
+                remove_after_commit(
+                    engine.store,
+                    name,
+                    [seg.path for seg in run],
+                    committed=f"log compact {name}: the merge of seq {run[0].seq_lo}..{run[-1].seq_hi} "
+                    f"({len(run)} segments) into {out_rel} is committed",
+                    consequence="those folders hold copies of the merged events, which nothing reads",
+                )
                 hit("compact.after-remove")
-        if gc and engine.store.is_local:
+        if gc:
             with ctx.transaction() as tx:
-                named = {s.path for s in tx.segments(name)}
+                # The rows of a location whose id differs only in case count as this log's: on a store whose
+                # file system ignores case both logs share one folder, and their segments are no orphans.
+                twins = case_twins(name, [x.name for x in tx.locations()])
+                named = {s.path for owner in [name, *twins] for s in tx.segments(owner)}
             found = orphans(engine.store.list_segment_dirs(name), named)
             doc = replace(doc, orphans_removed=tuple(found))
             if not ctx.dry_run:

@@ -22,6 +22,7 @@ from replctl.errors import InvalidInput
 from replctl.failpoints import hit
 from replctl.services.backups import DeletionGuard, check_deletion, withheld_text
 from replctl.services.damage import find_damage, refuse_unwritable
+from replctl.services.leftovers import remove_after_commit
 from replctl.services.lookup import get_location
 from replctl.services.operations import OperationContext, location_resource, operation
 from replctl.services.ports import Catalog, DataPlane
@@ -460,8 +461,13 @@ def _apply_cut(
             engine.store.remove(out_rel)
         raise
     hit("delete.after-commit")
-    for seg in gone:
-        engine.store.remove(seg.path)
+    remove_after_commit(
+        engine.store,
+        loc.name,
+        [seg.path for seg in gone],
+        committed=f"delete {loc.name}: the deletion up to seq {updated.deleted_upto} is committed",
+        consequence="the deleted events' bytes stay on the storage until those folders are removed",
+    )
     return updated
 
 

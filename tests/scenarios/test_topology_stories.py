@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from clitool import Replctl
 
 
@@ -250,3 +251,34 @@ def test_following_the_f1_refusals_group_hint_step_by_step_is_accepted_rfc1_rfc2
         ("A", "C"): "key = 'k'",
         ("C", "B"): None,
     }
+
+
+@pytest.mark.parametrize("twin_state", ["active", "retired"])
+def test_a_location_id_that_differs_only_in_case_is_refused(rc: Replctl, twin_state: str) -> None:
+    # On a store whose file system ignores case `eu` and `EU` would share one folder, and `log compact eu
+    # --gc` would collect EU's segments as orphans (M1: an id is unique, in more than case).
+    rc("location", "add", "eu")
+    if twin_state == "retired":
+        rc("location", "retire", "eu")
+    twin = "eu (retired)" if twin_state == "retired" else "eu"
+    message = (
+        f"location id EU differs only in case from location {twin}; on a store whose file system ignores "
+        "case (macOS and Windows defaults, SMB and NAS mounts) both logs would share one folder, so an id "
+        "must differ from every other in more than case (M1)"
+    )
+    hint = "choose a location id that differs in more than case: replctl location add NEW-NAME"
+    before = rc.snapshot()
+    doc = rc.json("location", "add", "EU", expect=2)
+    assert doc["ok"] is False
+    assert doc["error"] == {
+        "code": "name-taken",
+        "message": message,
+        "hint": hint,
+        "details": {
+            "twin": "eu",
+            "violations": [{"code": "name-taken", "message": message, "hint": hint, "warning": False}],
+        },
+    }
+    text = rc("location", "add", "EU", expect=2)
+    assert message in " ".join(text.stderr.split()) and f"hint: {hint}" in " ".join(text.stderr.split())
+    assert rc.snapshot() == before, "a refusal must change nothing"

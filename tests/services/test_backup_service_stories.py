@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from service_appends import append_keys
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -18,7 +19,7 @@ from replctl.errors import EnvironmentFailure, Refused
 from replctl.services import backups as backup_service
 from replctl.services import replication, restore, topology
 from replctl.services.ports import BackupStore, Catalog, DataPlane
-from services.test_service_stories import _append, _locations, _log, _state
+from services.test_service_stories import _locations, _log, _state
 
 
 def _segments(catalog: Catalog, name: str) -> list[str]:
@@ -72,7 +73,7 @@ def _made(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
 def _a1_backed_up_then_lost(catalog: Catalog, plane: DataPlane, backups: BackupStore) -> tuple[str, str]:
     """A with a1 backed up, then the backup store loses that segment's copy: (its path, the backup's id)."""
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     [path] = _segments(catalog, "A")
     [made] = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"]
     backups.remove_segment(path)
@@ -83,7 +84,7 @@ def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     catalog: Catalog, plane: DataPlane, backups: BackupStore
 ) -> None:
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1", "a2")
+    append_keys(catalog, plane, "A", "a1", "a2")
     [first] = _segments(catalog, "A")
     plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True).to_json()
     assert _made(plan) == [("A", 2, 2, 1, 0, [first])]
@@ -91,7 +92,7 @@ def test_a_backup_copies_each_segment_once_and_the_next_reuses_it_bk1(
     assert _made(backup_service.create(catalog, plane.store, backups, ["A"]).to_json()) == [
         ("A", 2, 2, 1, 0, [first])
     ]
-    _append(catalog, plane, "A", "a3")
+    append_keys(catalog, plane, "A", "a3")
     [_, second] = _segments(catalog, "A")
     doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
     # Incremental: the first segment is named by the earlier manifest, so only the new one is copied.
@@ -109,9 +110,9 @@ def test_an_incremental_backup_writes_the_catalog_three_times_bk1_issue_16(
     # was six of them. Now: the journal row with both leases; the location's lease given back once the catalog
     # is read (BK1), the read a snapshot; the journal's step with the end of the operation and its last lease.
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     backup_service.create(catalog, plane.store, backups, ["A"])
-    _append(catalog, plane, "A", "a2")
+    append_keys(catalog, plane, "A", "a2")
     begun: list[object] = []
     began = begun.append  # one object: `event.remove` finds a listener by identity
     event.listen(catalog.engine, "begin", began)  # type: ignore[attr-defined]
@@ -145,7 +146,7 @@ def test_a_copy_the_backup_store_lost_is_copied_again_not_reused_dry_run_and_run
     # unrestorable while BK3 counted it. The next backup checks the copy by its files' sizes and copies it
     # again, which makes the older backup whole too.
     first, older = _a1_backed_up_then_lost(catalog, plane, backups)
-    _append(catalog, plane, "A", "a2")
+    append_keys(catalog, plane, "A", "a2")
     [_, second] = _segments(catalog, "A")
     plan = backup_service.create(catalog, plane.store, backups, ["A"], dry_run=True).to_json()
     doc = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()
@@ -185,9 +186,9 @@ def test_a_restore_refuses_to_discard_events_no_one_else_stores_dr0(
     catalog: Catalog, plane: DataPlane, backups: BackupStore
 ) -> None:
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     backup_service.create(catalog, plane.store, backups, ["A"])
-    _append(catalog, plane, "A", "a2")
+    append_keys(catalog, plane, "A", "a2")
     with pytest.raises(Refused) as raised:
         restore.restore(catalog, plane, backups, "A", "latest")
     assert raised.value.code == "DR0"
@@ -196,7 +197,7 @@ def test_a_restore_refuses_to_discard_events_no_one_else_stores_dr0(
     # BK2: A's log is exactly the backup's events; DR1: seq 2 is never given again.
     assert (doc["lost_from"], doc["survivors_upto"], doc["discarded"]) == (2, 1, {"A": [2, 2]})
     assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1")]
-    _append(catalog, plane, "A", "a3")
+    append_keys(catalog, plane, "A", "a3")
     assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (3, "A", 3, {"A": 3}, "a3")]
 
 
@@ -205,9 +206,9 @@ def test_a_restore_gets_back_from_a_neighbour_what_came_after_the_backup_bk2(
 ) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     backup_service.create(catalog, plane.store, backups, ["A"])
-    _append(catalog, plane, "A", "a2")
+    append_keys(catalog, plane, "A", "a2")
     replication.replicate_all(catalog, plane)
     plan = restore.restore(catalog, plane, backups, "A", "latest", dry_run=True).to_json()
     assert (plan["dry_run"], plan["lost_from"], plan["discarded"]) == (True, 2, {})
@@ -222,9 +223,9 @@ def test_prune_keeps_the_newest_and_every_file_it_names(
     catalog: Catalog, plane: DataPlane, backups: BackupStore
 ) -> None:
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     older = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
-    _append(catalog, plane, "A", "a2")
+    append_keys(catalog, plane, "A", "a2")
     newer = backup_service.create(catalog, plane.store, backups, ["A"]).to_json()["backups"][0]["id"]
     doc = backup_service.prune(catalog, backups, "A", keep_last=1, older_than=None).to_json()
     # The newer backup reuses the first segment's copy: no file goes, only the older manifest.

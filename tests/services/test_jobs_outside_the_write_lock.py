@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, cast
 
+from service_appends import append_keys
 from sqlalchemy.engine import make_url
 
 from replctl.services import backups as backup_service
@@ -28,7 +29,7 @@ from replctl.services import (
     topology,
 )
 from replctl.services.ports import BackupStore, Catalog, DataPlane
-from services.test_service_stories import _append, _locations, _log
+from services.test_service_stories import _locations, _log
 
 # Store calls that only name a path or say what the store is: no file is read.
 _PURE = frozenset({"new_segment_path", "uri", "local_path", "marker_uri", "root", "is_local"})
@@ -86,7 +87,7 @@ class _Watched:
 def test_an_append_reads_its_new_files_before_the_write_lock(catalog: Catalog, plane: DataPlane) -> None:
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A")
-    _append(catalog, watch.plane, "A", "a1", "a2")
+    append_keys(catalog, watch.plane, "A", "a1", "a2")
     assert watch.under_lock == []
     assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (2, "A", 2, {"A": 2}, "a2")]
 
@@ -97,7 +98,7 @@ def test_a_deletion_through_a_segment_reads_its_survivors_before_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B")
-    _append(catalog, watch.plane, "A", "e1", "e2", "e3")
+    append_keys(catalog, watch.plane, "A", "e1", "e2", "e3")
     replication.replicate_all(catalog, watch.plane)
     doc = deletion.delete(catalog, watch.plane, "A", upto=2).to_json()
     assert watch.under_lock == []
@@ -111,7 +112,7 @@ def test_a_compaction_reads_its_merged_files_before_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A")
     for key in ("a1", "a2", "a3"):
-        _append(catalog, watch.plane, "A", key)
+        append_keys(catalog, watch.plane, "A", key)
     doc = compaction.compact(catalog, watch.plane, "A").to_json()
     assert watch.under_lock == []
     assert (doc["segments_before"], doc["segments_after"]) == (3, 1)
@@ -124,9 +125,9 @@ def test_a_recovery_and_its_dry_run_read_the_logs_outside_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, watch.plane, "A", "a1")
+    append_keys(catalog, watch.plane, "A", "a1")
     replication.replicate_all(catalog, watch.plane)
-    _append(catalog, watch.plane, "A", "a2", "a3")  # one segment; a3 never reaches B
+    append_keys(catalog, watch.plane, "A", "a2", "a3")  # one segment; a3 never reaches B
     recovery.drill(catalog, watch.plane, "A", 3)  # cuts through it: a2 survives
     plan = recovery.recover(catalog, watch.plane, "A", dry_run=True).to_json()
     doc = recovery.recover(catalog, watch.plane, "A").to_json()
@@ -142,9 +143,9 @@ def test_a_restore_and_its_dry_run_read_the_logs_outside_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, watch.plane, "A", "a1")
+    append_keys(catalog, watch.plane, "A", "a1")
     backup_service.create(catalog, plane.store, backups, ["A"])
-    _append(catalog, watch.plane, "A", "a2")
+    append_keys(catalog, watch.plane, "A", "a2")
     replication.replicate_all(catalog, watch.plane)
     plan = restore.restore(catalog, watch.plane, backups, "A", "latest", dry_run=True).to_json()
     doc = restore.restore(catalog, watch.plane, backups, "A", "latest").to_json()
@@ -159,7 +160,7 @@ def test_retiring_and_pruning_a_clock_read_the_logs_outside_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A", "Z")
     topology.add_connection(catalog, "Z", "A", both=True)
-    _append(catalog, watch.plane, "Z", "z1")
+    append_keys(catalog, watch.plane, "Z", "z1")
     replication.replicate_all(catalog, watch.plane)
     topology.remove_connection(catalog, "Z", "A", both=True)
     outcome = retirement.retire(catalog, watch.plane, "Z", prune_clock=True)
@@ -174,7 +175,7 @@ def test_the_repair_of_a_legacy_pruning_reads_the_store_outside_the_write_lock(
     watch = WriteLockWatch(plane, catalog)
     _locations(catalog, "A", "Z")
     topology.add_connection(catalog, "Z", "A")
-    _append(catalog, watch.plane, "Z", "z1")
+    append_keys(catalog, watch.plane, "Z", "z1")
     replication.replicate_all(catalog, watch.plane)
     topology.remove_connection(catalog, "Z", "A")
     retirement.retire(catalog, watch.plane, "Z", prune_clock=False)

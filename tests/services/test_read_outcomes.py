@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 from fakes.dataplane import FakeDataPlane
+from service_appends import append_keys
 
-from replctl.adapters import eventfile
 from replctl.core.journal import Outcome as Ended
 from replctl.core.model import Role
 from replctl.core.outcomes import Completion, Outcome
 from replctl.errors import UnknownName
 from replctl.services import journal, locations, logs, replication, status, topology
-from replctl.services.logs import AppendSource
 from replctl.services.ports import Catalog
 
 UNKNOWN_BACKUPS: dict[str, Any] = {"state": "unknown", "backup": None, "shortfall": {}}
@@ -51,14 +50,6 @@ def _event(seq: int, key: str) -> dict[str, Any]:
     }
 
 
-def _append(catalog: Catalog, plane: FakeDataPlane, name: str, *keys: str) -> None:
-    source = logs.read_source(
-        [f'{{"key": "{k}"}}' for k in keys], None, None, 0, event_files=eventfile, location=name
-    )
-    assert isinstance(source, AppendSource)
-    logs.append(catalog, plane, name, source)
-
-
 @pytest.fixture
 def plane(catalog: Catalog) -> FakeDataPlane:
     """A→B with a1, a2 replicated and a3 not yet: B lags one event behind A."""
@@ -66,9 +57,9 @@ def plane(catalog: Catalog) -> FakeDataPlane:
     for name in "AB":
         topology.add_location(catalog, name, Role.READ_WRITE)
     topology.add_connection(catalog, "A", "B")
-    _append(catalog, plane, "A", "a1", "a2")
+    append_keys(catalog, plane, "A", "a1", "a2")
     replication.replicate_one(catalog, plane, "A", "B")
-    _append(catalog, plane, "A", "a3")
+    append_keys(catalog, plane, "A", "a3")
     return plane
 
 

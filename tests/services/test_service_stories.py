@@ -10,27 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from service_appends import append_keys
 
-from replctl.adapters import eventfile
 from replctl.core.model import Role
 from replctl.errors import Refused
 from replctl.services import compaction, deletion, logs, recovery, replication, retirement, topology
 from replctl.services.backups import DeletionGuard
-from replctl.services.logs import AppendSource
 from replctl.services.ports import Catalog, DataPlane
 
 
 def _locations(catalog: Catalog, *names: str) -> None:
     for name in names:
         topology.add_location(catalog, name, Role.READ_WRITE)
-
-
-def _append(catalog: Catalog, plane: DataPlane, name: str, *keys: str) -> None:
-    source = logs.read_source(
-        [f'{{"key": "{k}"}}' for k in keys], None, None, 0, event_files=eventfile, location=name
-    )
-    assert isinstance(source, AppendSource)
-    logs.append(catalog, plane, name, source)
 
 
 def _log(catalog: Catalog, plane: DataPlane, name: str) -> list[tuple[Any, ...]]:
@@ -56,10 +47,10 @@ def _pass(outcome: replication.ReplicationOutcome, source: str, target: str) -> 
 
 def test_appends_are_numbered_by_em1(catalog: Catalog, plane: DataPlane) -> None:
     _locations(catalog, "A", "B")
-    _append(catalog, plane, "B", "b1")
+    append_keys(catalog, plane, "B", "b1")
     topology.add_connection(catalog, "B", "A")
     replication.replicate_one(catalog, plane, "B", "A")
-    _append(catalog, plane, "A", "a1", "a2")
+    append_keys(catalog, plane, "A", "a1", "a2")
     # EM1: seq = origin_time, vt = CVV ⊔ {A: seq}: the events A emits after receiving b1 depend on it.
     assert _log(catalog, plane, "A") == [
         (1, "B", 1, {"B": 1}, "b1"),
@@ -74,7 +65,7 @@ def test_a_filtered_connection_delivers_only_what_the_filter_affirms(
 ) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", filter_expr="key <> 'e2'")
-    _append(catalog, plane, "A", "e1", "e2", "e3")
+    append_keys(catalog, plane, "A", "e1", "e2", "e3")
     doc = replication.replicate_all(catalog, plane)
     report = _pass(doc, "A", "B")
     assert (report["examined"], report["written"], report["skipped_filter"], report["progress"]) == (
@@ -94,7 +85,7 @@ def test_a_segment_another_path_delivered_is_skipped_whole(catalog: Catalog, pla
     topology.add_connection(catalog, "A", "B")
     topology.add_connection(catalog, "B", "C")
     topology.add_connection(catalog, "A", "C")
-    _append(catalog, plane, "A", "e1", "e2")
+    append_keys(catalog, plane, "A", "e1", "e2")
     replication.replicate_one(catalog, plane, "A", "B")
     replication.replicate_one(catalog, plane, "B", "C")
     doc = replication.replicate_one(catalog, plane, "A", "C")
@@ -117,10 +108,10 @@ def test_the_causality_filter_skips_events_another_path_delivered(catalog: Catal
     topology.add_connection(catalog, "A", "B")
     topology.add_connection(catalog, "B", "C")
     topology.add_connection(catalog, "A", "C")
-    _append(catalog, plane, "A", "e1")
+    append_keys(catalog, plane, "A", "e1")
     replication.replicate_one(catalog, plane, "A", "B")
     replication.replicate_one(catalog, plane, "B", "C")
-    _append(catalog, plane, "A", "e2")
+    append_keys(catalog, plane, "A", "e2")
     # One segment holding e1 (which C has, through B) and e2 (which it lacks): the pass must read it.
     compacted = compaction.compact(catalog, plane, "A")
     assert compacted.segments_after == 1, compacted
@@ -151,9 +142,9 @@ def test_a_pass_stops_at_an_admission_block_before_an_event_its_filter_fails_on_
     for member in ("A", "B"):
         topology.add_connection(catalog, member, "D")
         topology.add_connection(catalog, "D", member, filter_expr="CAST(key AS INT) > 0")
-    _append(catalog, plane, "A", "1")
+    append_keys(catalog, plane, "A", "1")
     replication.replicate_one(catalog, plane, "A", "D")
-    _append(catalog, plane, "D", "2", "abc")  # 2 depends on A's 1, which B lacks; 'abc' fails the cast
+    append_keys(catalog, plane, "D", "2", "abc")  # 2 depends on A's 1, which B lacks; 'abc' fails the cast
     planned = _pass(replication.replicate_one(catalog, plane, "D", "B", dry_run=True), "D", "B")
     ran = _pass(replication.replicate_one(catalog, plane, "D", "B"), "D", "B")
     assert {k: planned[k] for k in ("state", "action", "blocked_at", "progress", "reason")} == {
@@ -176,8 +167,8 @@ def test_a_pass_stops_at_an_admission_block_before_an_event_its_filter_fails_on_
 def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: DataPlane) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B")
-    _append(catalog, plane, "A", "e1", "e2")
-    _append(catalog, plane, "A", "e3", "e4")
+    append_keys(catalog, plane, "A", "e1", "e2")
+    append_keys(catalog, plane, "A", "e3", "e4")
     replication.replicate_all(catalog, plane)
     doc = deletion.delete(catalog, plane, "A", upto=3).to_json()
     assert (doc["deleted_upto"], doc["dvv"], doc["pending"]) == (3, {"A": 3}, False)
@@ -189,9 +180,9 @@ def test_deletion_drops_the_prefix_every_target_has(catalog: Catalog, plane: Dat
 def test_deletion_waits_for_a_target_that_lacks_the_events(catalog: Catalog, plane: DataPlane) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B")
-    _append(catalog, plane, "A", "e1", "e2", "e3")
+    append_keys(catalog, plane, "A", "e1", "e2", "e3")
     replication.replicate_all(catalog, plane)
-    _append(catalog, plane, "A", "e4", "e5")
+    append_keys(catalog, plane, "A", "e4", "e5")
     dry = deletion.delete(catalog, plane, "A", upto=5, dry_run=True).to_json()
     doc = deletion.delete(catalog, plane, "A", upto=5).to_json()
     # DEL3: B lacks seq 4 onward, so the cut stops at 3 and the rest waits as a pending deletion.
@@ -218,7 +209,7 @@ def test_a_retry_without_a_guard_still_holds_back_a_deletion_recorded_under_bk4(
     # then starts from none, which errs towards waiting, never towards cutting what B alone would hold.
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     with catalog.transaction() as tx:
         tx.put_pending_deletion("A", 1, ["B"], require_recoverable=True)
     [retried] = replication.replicate_all(catalog, plane).to_json()["deletions"]
@@ -242,7 +233,7 @@ def test_a_retry_under_the_policy_keeps_a_plain_deletion_unguarded_once_the_poli
     _locations(catalog, "A", "B", "C")
     topology.add_connection(catalog, "A", "B")
     topology.add_connection(catalog, "A", "C")
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     assert deletion.delete(catalog, plane, "A", upto=1).pending
     [retried] = replication.replicate_one(catalog, plane, "A", "B", guard=DeletionGuard((), True)).to_json()[
         "deletions"
@@ -257,8 +248,8 @@ def test_the_fast_bootstrap_copies_segments_and_ends_as_an_ordinary_pass(
     catalog: Catalog, plane: DataPlane
 ) -> None:
     _locations(catalog, "A", "FAST", "SLOW")
-    _append(catalog, plane, "A", "a1", "a2")
-    _append(catalog, plane, "A", "a3")
+    append_keys(catalog, plane, "A", "a1", "a2")
+    append_keys(catalog, plane, "A", "a3")
     topology.add_connection(catalog, "A", "FAST")
     # "true" admits everything but is a filter, so this connection takes the ordinary pass.
     topology.add_connection(catalog, "A", "SLOW", filter_expr="true")
@@ -276,9 +267,9 @@ def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
 ) -> None:
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a1")
     replication.replicate_all(catalog, plane)
-    _append(catalog, plane, "A", "a2", "a3")  # never reached B: lost for good below
+    append_keys(catalog, plane, "A", "a2", "a3")  # never reached B: lost for good below
     recovery.drill(catalog, plane, "A", 2)
     plan = recovery.recover(catalog, plane, "A", dry_run=True).to_json()
     assert (plan["lost_from"], plan["rounds"]) == (2, [{"round": 1, "sources": ["B"], "written": None}])
@@ -286,7 +277,7 @@ def test_a_partial_loss_is_recovered_and_new_events_continue_past_it(
     # DR2: A re-reads B from the start; DR1: T is the seq recorded before the loss, never reused.
     assert doc["progress_resets"] == [{"source": "B", "target": "A", "from": 1, "to": 0}]
     assert doc["clock"] == {"before": 3, "after": 3, "floor": 3}
-    _append(catalog, plane, "A", "a4")
+    append_keys(catalog, plane, "A", "a4")
     assert _log(catalog, plane, "A") == [(1, "A", 1, {"A": 1}, "a1"), (4, "A", 4, {"A": 4}, "a4")]
     replication.replicate_all(catalog, plane)
     assert [e[4] for e in _log(catalog, plane, "B")] == ["a1", "a4"]
@@ -296,8 +287,8 @@ def test_a_drill_counts_only_what_the_store_still_holds_from_its_seq_on(
     catalog: Catalog, plane: DataPlane
 ) -> None:
     _locations(catalog, "A")
-    _append(catalog, plane, "A", "a1", "a2")  # seq 1..2: holds the drill's seq
-    _append(catalog, plane, "A", "a3")
+    append_keys(catalog, plane, "A", "a1", "a2")  # seq 1..2: holds the drill's seq
+    append_keys(catalog, plane, "A", "a3")
     with catalog.transaction(readonly=True) as tx:
         first, second = (s.path for s in tx.segments("A"))
     planned = recovery.drill(catalog, plane, "A", 2, dry_run=True)
@@ -316,9 +307,9 @@ def test_pruning_a_retired_clock_drops_it_from_every_vt_and_keeps_it_in_the_cvvs
 ) -> None:
     _locations(catalog, "A", "Z")
     topology.add_connection(catalog, "Z", "A", both=True)
-    _append(catalog, plane, "Z", "z1", "z2")
+    append_keys(catalog, plane, "Z", "z1", "z2")
     replication.replicate_one(catalog, plane, "Z", "A")
-    _append(catalog, plane, "A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
+    append_keys(catalog, plane, "A", "a1")  # emitted after A stored z1, z2: its vt holds Z:2 (EM1)
     topology.remove_connection(catalog, "Z", "A", both=True)
     outcome = retirement.retire(catalog, plane, "Z", prune_clock=True)
     assert outcome.pruning is not None and outcome.pruning["recorded"] is True
@@ -338,7 +329,7 @@ def test_pruning_is_refused_while_a_location_lacks_the_retired_clock_ret3(
     _locations(catalog, "A", "B", "Z")
     topology.add_connection(catalog, "Z", "A", both=True)
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "Z", "z1", "z2")
+    append_keys(catalog, plane, "Z", "z1", "z2")
     replication.replicate_one(catalog, plane, "Z", "A")
     topology.remove_connection(catalog, "Z", "A", both=True)
     with pytest.raises(Refused) as refused:
@@ -362,7 +353,7 @@ def test_a_location_added_after_a_deletion_waits_until_it_can_miss_nothing_add1(
     _locations(catalog, "A", "B", "C")
     topology.add_connection(catalog, "A", "B", both=True)
     topology.add_connection(catalog, "B", "C", both=True)
-    _append(catalog, plane, "A", "e1", "e2", "e3")
+    append_keys(catalog, plane, "A", "e1", "e2", "e3")
     replication.replicate_one(catalog, plane, "A", "B")  # B has e1..e3, C not yet
     deletion.delete(catalog, plane, "A", upto=2)  # allowed: A's only target B has them
     _locations(catalog, "D")
@@ -390,8 +381,8 @@ def test_a_declared_loss_over_events_their_origin_deleted_is_refused_on_what_is_
     # DR0: A's CVV-B entry is no copy of b1, b2 once B deleted them; they exist only at A.
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "A", "a1")
-    _append(catalog, plane, "B", "b1", "b2")
+    append_keys(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "B", "b1", "b2")
     replication.replicate_all(catalog, plane)
     deletion.delete(catalog, plane, "B", upto=3)
     for dry_run in (True, False):
@@ -415,8 +406,8 @@ def test_which_events_no_other_location_stores_reads_only_what_the_stores_hold(
     # drill took the rest, and A's rows from seq 2 on are asked.
     _locations(catalog, "A", "B")
     topology.add_connection(catalog, "A", "B", both=True)
-    _append(catalog, plane, "A", "a1")
-    _append(catalog, plane, "A", "a2", "a3")
+    append_keys(catalog, plane, "A", "a1")
+    append_keys(catalog, plane, "A", "a2", "a3")
     replication.replicate_all(catalog, plane)
     recovery.drill(catalog, plane, "B", 2)
     with catalog.transaction(readonly=True) as tx:
@@ -433,7 +424,7 @@ def test_retiring_a_location_whose_event_a_filter_kept_back_is_refused_ret1(
 ) -> None:
     _locations(catalog, "B", "Z")
     topology.add_connection(catalog, "Z", "B", filter_expr="key = 'x1'")
-    _append(catalog, plane, "Z", "y1", "x1")
+    append_keys(catalog, plane, "Z", "y1", "x1")
     replication.replicate_all(catalog, plane)
     topology.remove_connection(catalog, "Z", "B")
     assert _state(catalog, "B")[1]["Z"] == 2  # x1's vt covers y1
@@ -451,8 +442,8 @@ def test_a_filtered_terminal_recovery_reports_the_own_events_no_one_stored_dr3(
     _locations(catalog, "A", "N")
     topology.add_connection(catalog, "A", "N", filter_expr="key like 'x%'")
     topology.add_connection(catalog, "N", "A", filter_expr="key like 'x%'")
-    _append(catalog, plane, "A", "x1", "y1", "x2")
-    _append(catalog, plane, "N", "xn", "yn")
+    append_keys(catalog, plane, "A", "x1", "y1", "x2")
+    append_keys(catalog, plane, "N", "xn", "yn")
     replication.replicate_all(catalog, plane)
     recovery.drill(catalog, plane, "A", 1)
     plan = recovery.recover(catalog, plane, "A", dry_run=True).to_json()
