@@ -50,6 +50,12 @@ class EngineRecord:
     master: str
     log: str
 
+    def same_server(self, other: EngineRecord) -> bool:
+        """Whether `other` records this very server: the same address, pid and start time. A server restarted on
+        the same port (`engine stop` and `engine start`, or a start after it died) has a new pid and start
+        time; a session on the old one is gone with it, whatever answers on the port now."""
+        return (self.address, self.pid, self.started_at) == (other.address, other.pid, other.started_at)
+
 
 @dataclass(frozen=True)
 class EngineState:
