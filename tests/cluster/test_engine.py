@@ -5,6 +5,7 @@ duplicates nothing once the command is run again."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -157,10 +158,12 @@ def test_a_version_mismatch_exits_6_with_the_fix(tool: Tool) -> None:
     )
 
 
-def _stop_the_engine_during_a_replicate(tool: Tool, *, filtered: bool) -> tuple[int, str, str, str]:
+def _stop_the_engine_during_a_replicate(
+    tool: Tool, *, filtered: bool, restart: bool = False
+) -> tuple[int, str, str, str]:
     """A, B, C in a chain, a1 and a2 at A; `replicate` on the engine, which is stopped once the first pass has
-    committed, so that the next pass (B→C) meets a dead server. Returns its exit code, stdout, stderr and the
-    engine's address."""
+    committed, so that the next pass (B→C) meets a dead server (with `restart`, a new server started on the same
+    port before that pass). Returns its exit code, stdout, stderr and the engine's address."""
     tool.run("init")
     for name in ("A", "B", "C"):
         tool.run("location", "add", name)
@@ -178,13 +181,17 @@ def _stop_the_engine_during_a_replicate(tool: Tool, *, filtered: bool) -> tuple[
     before = _seq(tool, "B")
     port = free_port()
     tool.json("engine", "start", "--port", str(port))
+    # A restart takes longer than a pause can safely wait: the command then waits until the test lets it go on.
+    fifo = tool.root / "resume.fifo"
+    if restart:
+        os.mkfifo(fifo)
     # The first pass (A→B) commits; the command then waits at the failpoint while the engine is stopped.
     replicate = subprocess.Popen(
         [sys.executable, "-m", "replctl", "replicate", "--json"],
         env={
             **tool.env,
             "REPLCTL_FAILPOINT": "replicate.after-commit@1",
-            "REPLCTL_FAILPOINT_MODE": "pause:30",
+            "REPLCTL_FAILPOINT_MODE": f"fifo:{fifo}" if restart else "pause:30",
             # Every pass on the engine: a pass this small would otherwise run without Spark (issue 17).
             "REPLCTL_LOCAL_LIMIT": "0",
         },
@@ -197,6 +204,10 @@ def _stop_the_engine_during_a_replicate(tool: Tool, *, filtered: bool) -> tuple[
         assert time.monotonic() < deadline and replicate.poll() is None, replicate.communicate()
         time.sleep(0.5)
     tool.run("engine", "stop")
+    if restart:
+        tool.json("engine", "start", "--port", str(port))
+        with fifo.open("wb"):
+            pass  # the command goes on, to the next pass, on the session of the server it first connected to
     out, err = replicate.communicate(timeout=600)
     return replicate.returncode, out, err, f"sc://127.0.0.1:{port}"
 
@@ -227,8 +238,14 @@ def test_engine_stop_during_a_replicate_then_a_rerun_loses_and_duplicates_nothin
     assert tool.events("C") == expected
 
 
-def test_engine_stopped_during_a_pass_is_one_line_naming_it_with_a_hint_never_a_grpc_repr(tool: Tool) -> None:
-    code, out, err, address = _stop_the_engine_during_a_replicate(tool, filtered=False)
+@pytest.mark.parametrize("restart", [False, True], ids=["stopped", "restarted-on-the-same-port"])
+def test_engine_stopped_during_a_pass_is_one_line_naming_it_with_a_hint_never_a_grpc_repr(
+    tool: Tool, restart: bool
+) -> None:
+    # With `restart`, `engine start` on the same port follows the stop before the next pass: that pass met
+    # another server, up at the same address, and was reported as "replication pass failed in Spark:
+    # [NO_ACTIVE_SESSION] ..." with no hint, the new server taken for the old one (`EngineRecord.same_server`).
+    code, out, err, address = _stop_the_engine_during_a_replicate(tool, filtered=False, restart=restart)
     assert code == 6, err
     # It used to be "replication pass failed in Spark: <_InactiveRpcError of RPC that terminated with:".
     assert json.loads(out)["error"] == {
@@ -238,7 +255,7 @@ def test_engine_stopped_during_a_pass_is_one_line_naming_it_with_a_hint_never_a_
         "hint": ENGINE_LOST_HINT,
     }
     assert err == ""
-    tool.run("replicate")  # local Spark now: B→C resumes from its committed progress
+    tool.run("replicate")  # local Spark, or the new engine: B→C resumes from its committed progress
     assert [e[3] for e in tool.events("C")] == ["c1", "b1", "e1", "e2"]
 
 

@@ -5,6 +5,10 @@ The server answers such a job itself, with its stopped SparkContext's error, not
 reported as "replication pass failed in Spark: (java.lang.IllegalStateException) Cannot call methods on a stopped
 SparkContext." with no hint, where an engine that stopped answering says so and that a re-run resumes. A Spark
 failure on an engine that is still up stays Spark's.
+
+A server restarted on the same port between two jobs of one command is another server: the session of the one
+it connected to is gone with it (`EngineRecord.same_server`). It was taken for the same engine, being up at the
+same address, and its refusal of the old session reported as a failure in Spark, without the re-run hint.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 import grpc
 import pytest
 from pg import free_port
+from pyspark.errors import PySparkRuntimeError
 from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 
 from replctl.adapters.spark import server, session
@@ -48,36 +53,37 @@ def _answer(text: str) -> SparkConnectGrpcException:
 
 
 def _on_the_engine(monkeypatch: pytest.MonkeyPatch, home: Path, address: str) -> None:
-    """This process's session as `get_session` leaves it on the managed engine recorded under `home`."""
+    """This process's session as `get_session` leaves it on the managed engine recorded under `home` (the
+    record it connected to, read as `get_session` reads it)."""
+    connected = server.read_record(home)
     monkeypatch.setattr(session, "_connect", (address, True))
-    monkeypatch.setattr(session, "_engine_at", (home, address))
+    monkeypatch.setattr(session, "_engine_at", (home, address, connected))
     monkeypatch.setattr(session, "_failure_log", home / "engine.log")
 
 
-def _record(home: Path, address: str, pid: int) -> None:
+def _record(home: Path, address: str, pid: int, started_at: str = "2026-01-01T00:00:00+00:00") -> None:
     home.mkdir(parents=True, exist_ok=True)
     record = {
         "address": address,
         "pid": pid,
         "version": server.client_version(),
-        "started_at": "2026-01-01T00:00:00+00:00",
+        "started_at": started_at,
         "master": "local[*]",
         "log": str(home / "engine.log"),
     }
     (home / "engine.json").write_text(json.dumps(record))
 
 
-@pytest.fixture
-def listening_server() -> Iterator[tuple[str, int]]:
-    """A process that is, to `server.state`, the engine: its command line names the server class and its
-    port, and the port answers."""
-    port = free_port()
+def _listen(port: int) -> subprocess.Popen[bytes]:
+    """A process that is, to `server.state`, the engine on `port`: its command line names the server class and
+    its port, and the port answers (once this returns)."""
     process = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import socket, sys, time\n"
-            "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print(flush=True)\n"
+            "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print(flush=True)\n"
             "time.sleep(120)",
             str(port),
             server.SERVER_CLASS,
@@ -85,13 +91,25 @@ def listening_server() -> Iterator[tuple[str, int]]:
         ],
         stdout=subprocess.PIPE,
     )
+    assert process.stdout is not None
+    process.stdout.readline()  # listening
+    return process
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def listening_server() -> Iterator[tuple[str, int]]:
+    """A stand-in engine on a free port: its address and pid."""
+    port = free_port()
+    process = _listen(port)
     try:
-        assert process.stdout is not None
-        process.stdout.readline()  # listening
         yield f"sc://127.0.0.1:{port}", process.pid
     finally:
-        process.kill()
-        process.wait()
+        _end(process)
 
 
 @pytest.fixture
@@ -169,3 +187,80 @@ def test_a_spark_failure_on_an_engine_that_is_up_stays_spark_s(engine_up: tuple[
         f"replication pass failed in Spark: {DIVIDE_BY_ZERO} (Spark's log: {home / 'engine.log'})"
     )
     assert failure.hint is None
+
+
+# What a server restarted on the session's address answers the session begun on the one before it (Spark's
+# error-conditions.json): the server's own answer, not a transport error.
+SESSION_CHANGED = (
+    "[INVALID_HANDLE.SESSION_CHANGED] The handle 2f7c1e4a-9b3d-4c5e-8f6a-1b2c3d4e5f60 is invalid. "
+    "The existing Spark server driver instance has restarted. Please reconnect. SQLSTATE: 08003"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_answer(SESSION_CHANGED), id="the-server-refuses-the-session"),
+        # What the next job got in the trial (tests/cluster/test_engine.py): the client had closed the session
+        # on the new server's refusal, and the job's DataFrame found none.
+        pytest.param(
+            PySparkRuntimeError(errorClass="NO_ACTIVE_SESSION", messageParameters={}),
+            id="the-client-closed-the-session",
+        ),
+    ],
+)
+def test_a_server_restarted_on_the_same_port_between_two_jobs_is_the_engine_lost_with_its_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: Exception
+) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    address = f"sc://127.0.0.1:{port}"
+    first = _listen(port)
+    try:
+        _record(home, address, first.pid, started_at="2026-01-01T00:00:00+00:00")
+        _on_the_engine(monkeypatch, home, address)  # the command's first job ran on this one
+    finally:
+        _end(first)
+    # `engine stop` and `engine start` on the same port before the command's second job.
+    second = _listen(port)
+    try:
+        _record(home, address, second.pid, started_at="2026-01-01T00:05:00+00:00")
+        assert server.state(home).up
+        failure = _failure(answer)
+    finally:
+        _end(second)
+    assert (str(failure), failure.code, failure.hint) == (
+        f"replication pass failed: the managed Spark engine at {address} stopped answering "
+        f"(Spark's log: {home / 'engine.log'})",
+        "spark",
+        ENGINE_LOST_HINT,
+    )
+
+
+def _engine_record(pid: int = 4242, started_at: str = "2026-01-01T00:00:00+00:00") -> server.EngineRecord:
+    return server.EngineRecord(
+        address="sc://127.0.0.1:15002",
+        pid=pid,
+        version="4.0.0",
+        started_at=started_at,
+        master="local[*]",
+        log="/home/engine.log",
+    )
+
+
+def test_a_record_read_again_is_the_same_server() -> None:
+    assert _engine_record().same_server(_engine_record())
+
+
+def test_a_restart_with_a_new_pid_is_another_server() -> None:
+    assert not _engine_record(pid=4242).same_server(_engine_record(pid=4343))
+
+
+def test_a_restart_that_reused_the_pid_is_another_server_by_its_start_time() -> None:
+    later = _engine_record(started_at="2026-01-01T00:05:00+00:00")
+    assert not _engine_record().same_server(later)
+
+
+def test_another_home_s_server_with_the_same_pid_and_start_is_another_server() -> None:
+    other = server.EngineRecord(**{**_engine_record().__dict__, "address": "sc://127.0.0.1:15003"})
+    assert not _engine_record().same_server(other)

@@ -34,6 +34,7 @@ DEFAULT_PORT = 15002  # Spark Connect's own default
 LOOPBACK = "127.0.0.1"
 RECORD = "engine.json"
 LOG = "engine.log"
+LOCK = "engine.lock"
 _START_TIMEOUT_S = 180.0
 _STOP_TIMEOUT_S = 30.0
 
@@ -48,6 +49,12 @@ class EngineRecord:
     started_at: str  # ISO 8601, UTC
     master: str
     log: str
+
+    def same_server(self, other: EngineRecord) -> bool:
+        """Whether `other` records this very server: the same address, pid and start time. A server restarted on
+        the same port (`engine stop` and `engine start`, or a start after it died) has a new pid and start
+        time; a session on the old one is gone with it, whatever answers on the port now."""
+        return (self.address, self.pid, self.started_at) == (other.address, other.pid, other.started_at)
 
 
 @dataclass(frozen=True)
@@ -121,10 +128,17 @@ def state(home: Path) -> EngineState:
 def settled_state(home: Path, *, wait: float = 10.0) -> EngineState:
     """`state(home)` once a `replctl engine start|stop` under way has finished, waiting at most `wait` seconds
     for it: a job that failed because `engine stop` landed fails while the server is still shutting down (its
-    process alive, its port open), and must see the engine gone, as the stop leaves it."""
-    home.mkdir(parents=True, exist_ok=True)
+    process alive, its port open), and must see the engine gone, as the stop leaves it.
+
+    Only looks: the lock file is opened read-only (a shared lock needs no write access) and nothing is created,
+    so the check works on a home this process cannot write. No lock file means no start or stop ever ran here.
+    """
+    try:
+        handle = (home / LOCK).open("rb")
+    except OSError:
+        return state(home)
     deadline = time.monotonic() + wait
-    with (home / "engine.lock").open("a") as handle:
+    with handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -146,9 +160,8 @@ def start(
     """Start the server unless one is up; return its record and whether this call started it.
 
     Waits until the server answers on its port. A server that exits before answering raises
-    `EnvironmentFailure` naming its log.
+    `EnvironmentFailure` naming its log; a home that cannot be written raises it with code `engine-home`.
     """
-    home.mkdir(parents=True, exist_ok=True)
     with _locked(home):
         found = state(home)
         if found.up and found.record is not None:
@@ -176,20 +189,31 @@ def start(
         )
         _wait_until_answering(process, record)
         tmp = home / f".{RECORD}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
-        tmp.replace(home / RECORD)
+        try:
+            tmp.write_text(json.dumps(asdict(record), indent=2) + "\n")
+            tmp.replace(home / RECORD)
+        except OSError as exc:
+            # Unrecorded, the server could never be found again, not even by `engine stop`: not left running.
+            _terminate(process.pid)
+            raise _home_failure(home, exc) from exc
         return record, True
 
 
 def stop(home: Path) -> EngineRecord | None:
-    """Stop the recorded server (if it still runs) and forget it; the record that was stopped, if any."""
+    """Stop the recorded server (if it still runs) and forget it; the record that was stopped, if any.
+
+    A home that cannot be written raises `EnvironmentFailure` (code `engine-home`).
+    """
     with _locked(home):
         record = read_record(home)
         if record is None:
             return None
         if _is_server(record.pid, record.address):
             _terminate(record.pid)
-        (home / RECORD).unlink(missing_ok=True)
+        try:
+            (home / RECORD).unlink(missing_ok=True)
+        except OSError as exc:
+            raise _home_failure(home, exc) from exc
         return record
 
 
@@ -217,7 +241,11 @@ def _launch(
         command += ["--conf", f"{key if key.startswith('spark.') else f'spark.hadoop.{key}'}={value}"]
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": LOOPBACK}
     try:
-        with log.open("ab") as out:
+        out = log.open("ab")
+    except OSError as exc:
+        raise _home_failure(home, exc) from exc
+    try:
+        with out:
             out.write(
                 f"--- replctl engine start {datetime.now(UTC).isoformat(timespec='seconds')}\n".encode()
             )
@@ -296,10 +324,31 @@ def _reap(pid: int) -> None:
 
 @contextlib.contextmanager
 def _locked(home: Path) -> Iterator[None]:
-    home.mkdir(parents=True, exist_ok=True)
-    with (home / "engine.lock").open("a") as handle:
+    # `engine start|stop` one at a time per home. Only making the folder and opening the lock are translated
+    # here: an OSError of the body is the body's to translate.
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        handle = (home / LOCK).open("a")
+    except OSError as exc:
+        raise _home_failure(home, exc) from exc
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _home_failure(home: Path, exc: OSError) -> EnvironmentFailure:
+    """The error (exit 6) for a replctl home where the engine's lock, record or log cannot be written: a
+    folder not writable, a file in its place (errors.py: foreign exceptions are translated at the boundary)."""
+    if isinstance(exc, FileExistsError | NotADirectoryError):
+        reason = "a file stands where a folder should be"
+    else:
+        reason = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(home) else ""
+    return EnvironmentFailure(
+        f"cannot write the managed engine's files in {home}: {reason}{where}",
+        code="engine-home",
+        hint=f"make {home} a folder this user can write, or point REPLCTL_HOME at one; then re-run",
+    )

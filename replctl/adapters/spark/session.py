@@ -41,6 +41,8 @@ from replctl.masking import mask_url
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from replctl.adapters.spark.server import EngineRecord
+
 JAVA_HINT = "install a Java runtime, e.g. `apt-get install -y openjdk-17-jre-headless`, or set JAVA_HOME"
 CONNECT_HINT = "install the Spark Connect client: `pip install 'pyspark[connect]==<the pyspark version>'`"
 MASTER_HINT = "use local[*], local[N], spark://HOST:PORT, yarn or k8s://https://HOST:PORT (--spark-master)"
@@ -155,8 +157,9 @@ _session_key: tuple[Any, ...] | None = None
 _failure_log: Path | None = None
 # The session's Spark Connect server, masked, and whether it is the managed engine; None for a classic session.
 _connect: tuple[str, bool] | None = None
-# The managed engine the session talks to: the replctl home that records it and its address (`engine_gone`).
-_engine_at: tuple[Path, str] | None = None
+# The managed engine the session talks to (`engine_gone`): the replctl home that records it, its address, and
+# the record of the server it connected to (None when the home recorded no engine at that address then).
+_engine_at: tuple[Path, str, EngineRecord | None] | None = None
 
 
 def get_session(settings: SparkSettings) -> SparkSession:
@@ -180,24 +183,32 @@ def get_session(settings: SparkSettings) -> SparkSession:
         with contextlib.suppress(Exception):
             _session.stop()
         _session = None
+    # Read before connecting: a server restarted on the same port after this read is another one (`engine_gone`).
+    recorded = _recorded_engine(settings) if settings.remote else None
     session = _build_connect(settings) if settings.remote else _build_classic(settings)
     # pyspark logs every analysis error with its JVM stack trace before raising it; replctl reports the
     # error itself (translated at the boundary), so the duplicate only buries the message on stderr.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     _session, _session_key = session, key
     global _failure_log, _connect, _engine_at
-    _failure_log = _engine_log(settings) if settings.remote else driver_log(settings.home)
+    if settings.remote:
+        # The managed engine's log explains a failure when `remote` is the engine recorded under the home.
+        _failure_log = Path(recorded.log) if recorded is not None else None
+    else:
+        _failure_log = driver_log(settings.home)
     _connect = (mask_url(settings.remote), settings.managed) if settings.remote else None
-    _engine_at = (Path(settings.home), settings.remote) if settings.remote and settings.managed else None
+    _engine_at = (
+        (Path(settings.home), settings.remote, recorded) if settings.remote and settings.managed else None
+    )
     return session
 
 
-def _engine_log(settings: SparkSettings) -> Path | None:
-    # The managed engine's log, when `remote` is the engine recorded under the home (not another server).
+def _recorded_engine(settings: SparkSettings) -> EngineRecord | None:
+    """The managed engine recorded under the home when it is the server at `remote` (not another one)."""
     from replctl.adapters.spark.server import read_record
 
     record = read_record(Path(settings.home))
-    return Path(record.log) if record is not None and record.address == settings.remote else None
+    return record if record is not None and record.address == settings.remote else None
 
 
 def stop_session() -> None:
@@ -608,7 +619,8 @@ _CONTEXT_STOPPED = re.compile(
 
 def engine_gone(exc: BaseException) -> bool:
     """Whether `exc`, raised on the managed engine, came from an engine that is going or gone: its answer says
-    its SparkContext is stopped, or the engine is no longer up (stopped, killed, replaced by another one).
+    its SparkContext is stopped, or the engine is no longer up (stopped, killed, replaced by another one, also
+    one restarted on the same port: a new pid and start time in the record, `EngineRecord.same_server`).
 
     A job the engine was running when `replctl engine stop` landed fails with the server's own answer, not a
     transport error (`unreachable`): reported as Spark's fault it gave the operator neither the engine's
@@ -619,9 +631,15 @@ def engine_gone(exc: BaseException) -> bool:
         return True
     from replctl.adapters.spark.server import settled_state
 
-    home, address = _engine_at
+    home, address, connected = _engine_at
     found = settled_state(home)
-    return not found.up or found.record is None or found.record.address != address
+    if not found.up or found.record is None:
+        return True
+    if connected is not None:
+        # The session of the server it connected to is gone with that server, even where another one now
+        # answers on its port: pyspark refuses the new server's session (INVALID_HANDLE.SESSION_CHANGED).
+        return not found.record.same_server(connected)
+    return found.record.address != address
 
 
 def connect_lost(what: str) -> EnvironmentFailure:
