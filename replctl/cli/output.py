@@ -121,27 +121,52 @@ def emit_json(doc: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+# The error a streamed document already carries (`emit_json_stream`): `emit_error` writes no second document.
+_CARRIED: ContextVar[ReplctlError | None] = ContextVar("replctl_carried_error", default=None)
+
+
 def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[dict[str, Any]]) -> None:
     """Print one JSON document on stdout, `head` plus `key`: the list of `items`, written item by item as they
-    come, so that a long list (a log's events) is never held whole in memory (issue 18)."""
-    if _NOTATION.get() == "yaml":
+    come, so that a long list (a log's events) is never held whole in memory (issue 18).
+
+    `ok` comes last, after the list: a read that fails once items were written (a damaged file further in
+    the log) still ends the one document (cli.md, Output), as `"ok": false` with the items written so far and
+    the `error`; the error is raised on for the exit code, and `emit_error` writes no second document.
+    """
+    body = {name: value for name, value in head.items() if name != "ok"}
+    yaml_out = _NOTATION.get() == "yaml"
+    if yaml_out:
         # A YAML block sequence is written item by item just as well: the head, `key:`, then `- item` each.
-        sys.stdout.write(_yaml(_plain(head)) + f"{key}:")
-        empty = True
+        sys.stdout.write((_yaml(_plain(body)) if body else "") + f"{key}:")
+    else:
+        opening = json.dumps(_rfc3339({**body, key: []}), default=str, ensure_ascii=False)
+        if not opening.endswith("[]}"):
+            raise ValueError(f"the streamed list {key!r} must be the document's last key")
+        sys.stdout.write(opening[: -len("]}")])
+    empty = True
+    failure: ReplctlError | None = None
+    try:
         for item in items:
-            sys.stdout.write("\n" + _yaml([_plain(item)]).rstrip("\n"))
+            if yaml_out:
+                sys.stdout.write("\n" + _yaml([_plain(item)]).rstrip("\n"))
+            else:
+                sys.stdout.write(
+                    ("" if empty else ", ") + json.dumps(_rfc3339(item), default=str, ensure_ascii=False)
+                )
             empty = False
-        sys.stdout.write(" []\n" if empty else "\n")
-        sys.stdout.flush()
-        return
-    opening = json.dumps(_rfc3339({**head, key: []}), default=str, ensure_ascii=False)
-    if not opening.endswith("[]}"):
-        raise ValueError(f"the streamed list {key!r} must be the document's last key")
-    sys.stdout.write(opening[: -len("]}")])
-    for i, item in enumerate(items):
-        sys.stdout.write((", " if i else "") + json.dumps(_rfc3339(item), default=str, ensure_ascii=False))
-    sys.stdout.write("]}\n")
+    except ReplctlError as exc:
+        failure = exc
+    tail: dict[str, Any] = {"ok": failure is None}
+    if failure is not None:
+        tail["error"] = failure.to_json()
+    if yaml_out:
+        sys.stdout.write((" []\n" if empty else "\n") + _yaml(_plain(tail)))
+    else:
+        sys.stdout.write("], " + json.dumps(tail, default=str, ensure_ascii=False)[1:] + "\n")
     sys.stdout.flush()
+    if failure is not None:
+        _CARRIED.set(failure)
+        raise failure
 
 
 # git's default pager and flags: -F quits at once when the text fits one screen, -R keeps colours, -X leaves
@@ -176,7 +201,8 @@ def page_through(text: str) -> None:
 def emit_error(error: ReplctlError, *, as_json: bool) -> None:
     """A refusal or error: JSON document, or the reason plus a `hint:` line on stderr."""
     if as_json:
-        emit_json({"ok": False, "error": error.to_json()})
+        if _CARRIED.get() is not error:
+            emit_json({"ok": False, "error": error.to_json()})
         return
     # Plain writes: a refusal must never be re-wrapped or styled into something a runbook cannot grep.
     # A refusal (3) and an interruption (130) are not errors of the tool: their message stands alone.

@@ -349,8 +349,9 @@ class LogPage:
     newest: int | None = None  # only the newest N events were read (a terminal's default view)
 
     def head(self) -> dict[str, Any]:
-        """The `log show --json` document up to its `events`, the list that comes last: the CLI writes the
-        events after it one by one as they are read, so a long log is never held whole (issue 18)."""
+        """The `log show --json` document but its `events`: the CLI writes the events after it one by one as
+        they are read, so a long log is never held whole (issue 18), and `ok` after them (`emit_json_stream`),
+        so that a read failing part way still ends the one document."""
         return {
             "ok": True,
             "location": self.location,

@@ -560,6 +560,23 @@ def _first_stored(
     return first
 
 
+def _copied_files(engine: DataPlane, seg: Segment, out_rel: str) -> tuple[SegmentFile, ...] | None:
+    """The inventory of `seg`'s verbatim copy at `out_rel`. A copy whose footer does not parse is a copy of
+    a source file whose bytes changed at its size (a torn write, bit rot in the footer): damage of the
+    source (DR0) naming that file, not the store's failure to read a new file."""
+    try:
+        return engine.record_files(out_rel)
+    except EnvironmentFailure as exc:
+        changed = sorted(engine.store.changed_files(seg))
+        if not changed:
+            raise
+        raise DamagedLog(
+            seg.location,
+            f"{seg.location}'s log is damaged: segment {seg.path} (from seq {seg.seq_lo}): its file "
+            f"{changed[0]} changed since it was written and no longer parses; nothing was copied (DR0)",
+        ) from exc
+
+
 def _copy(
     ctx: OperationContext, engine: DataPlane, conn: Connection, plan: Any, base: PassReport
 ) -> PassReport:
@@ -571,7 +588,7 @@ def _copy(
             # Only the files the row names (issue 19): a stray file in the folder is not the segment's.
             engine.store.copy_segment(seg.path, out_rel, seg.file_names)
             copied.append((seg, out_rel, None))
-            files = engine.record_files(out_rel)
+            files = _copied_files(engine, seg, out_rel)
             why = None if files is None else copy_differs(seg, files)
             if why is not None:
                 raise DamagedLog(

@@ -248,12 +248,13 @@ def test_output_yaml_prints_the_json_document_as_yaml(rc: Replctl) -> None:
         as_yaml = rc(*args, "--output", "yaml").stdout
         assert not as_yaml.startswith("{"), as_yaml
         assert yaml.safe_load(as_yaml) == rc.json(*args), args
-    # The streamed events (log show) come as a YAML block sequence, one `- ` item at a time.
+    # The streamed events (log show) come as a YAML block sequence, one `- ` item at a time, and `ok` after
+    # them: a read that fails further in the log still ends the one document.
     assert rc("log", "show", "A", "--from", "2", "--output=yaml").stdout.endswith(
         "events:\n- seq: 2\n  origin: A\n  origin_time: 2\n  vt:\n    A: 2\n  type: null\n  key: a2\n"
-        "  tags: []\n  payload: null\n"
+        "  tags: []\n  payload: null\nok: true\n"
     )
-    assert rc("log", "show", "A", "--from", "3", "--output", "yaml").stdout.endswith("events: []\n")
+    assert rc("log", "show", "A", "--from", "3", "--output", "yaml").stdout.endswith("events: []\nok: true\n")
     rc.env["REPLCTL_OUTPUT"] = "yaml"
     refused = rc("location", "show", "Zz", expect=2)
     assert yaml.safe_load(refused.stdout) == {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -705,3 +706,68 @@ def test_a_target_caught_up_since_is_not_named_as_holding_a_pending_deletion_bac
     )
     [done] = rc.json("replicate")["deletions"]
     assert (done["pending"], done["deleted_upto"]) == (False, 2)
+
+
+def _zero_footer(rc: Replctl, location: str, index: int) -> str:
+    """Zero the tail of the footer of `location`'s `index`-th segment's data file at its size (a torn write
+    of its last block): its pages still decode, its footer no longer parses. Returns the file's store path."""
+    folder = sorted((rc.store / location).glob("seg-*"))[index]
+    data = next(f for f in folder.iterdir() if f.suffix == ".parquet")
+    raw = bytearray(data.read_bytes())
+    # The last 8 bytes (the footer's length and the magic) stay: a reader finds a footer, and fails on it.
+    raw[-40:-8] = bytes(32)
+    data.write_bytes(bytes(raw))
+    return f"{location}/{folder.name}/{data.name}"
+
+
+@pytest.mark.parametrize("reader", ["local", "spark"])
+def test_a_file_whose_footer_no_longer_parses_is_damage_to_every_reader(rc: Replctl, reader: str) -> None:
+    # A file whose footer was zeroed at its size is no Parquet any more: the page CRCs never ran, and each
+    # reader said what its library said (exit 6, no hint: "Malformed schema", Spark's IndexOutOfBounds). Its
+    # SHA-256 differs from its row's, so it is damage (DR0), named, with the way out; `log show --json` wrote
+    # the events read before it and then a second document.
+    if reader == "spark":
+        rc.env["REPLCTL_LOCAL_LIMIT"] = "0"
+    for name in ("A", "B", "C"):
+        rc("location", "add", name)
+    rc("topology", "add", "A", "B")  # B holds nothing: replicate copies A's segment files verbatim
+    rc("topology", "add", "A", "C")
+    rc.append("C", "torn-c1")  # C holds an event: replicate reads A's events in a pass
+    for key in ("torn-a1", "torn-a2", "torn-a3"):
+        rc.append("A", key)
+    path = _zero_footer(rc, "A", 1)
+    folder, name = path.rsplit("/", 1)
+    a_files, before = _stored_bytes(rc, "A"), rc.snapshot()
+    assert rc.json("replicate", "A", "B", expect=4)["error"] == {
+        "code": "damaged",
+        "message": f"A's log is damaged: segment {folder} (from seq 2): its file {name} changed since it was "
+        "written and no longer parses; nothing was copied (DR0)",
+        "hint": "replctl recover location A",
+    }
+    assert not (rc.store / "B").exists() or not list((rc.store / "B").iterdir())
+    for args in (["replicate", "A", "C"], ["log", "compact", "A"]):
+        error = rc.json(*args, expect=4)["error"]
+        assert (error["code"], error["hint"]) == ("damaged", "replctl recover location A"), args
+        assert error["message"].startswith("A's log is damaged: ") and error["message"].endswith("(DR0)"), (
+            error
+        )
+        assert name in error["message"], error
+    # One document, however far the stream got: the events read before the file, then ok false and why.
+    shown = rc("log", "show", "A", "--json", expect=6)
+    doc = json.loads(shown.stdout)
+    assert [(e["seq"], e["key"]) for e in doc.pop("events")] == [(1, "torn-a1")]
+    assert doc == {
+        "location": "A",
+        "seq": 3,
+        "deleted_upto": 0,
+        "logical_deleted_upto": 0,
+        "ok": False,
+        "error": {
+            "code": "store-damaged",
+            "message": f"A's log is damaged: segment {folder} (from seq 2) differs from its catalog row: its "
+            f"file {name} changed since it was written and fails its read (DR0)",
+            "hint": "replctl recover location A",
+        },
+    }
+    assert rc.keys("B") == [] and rc.keys("C") == ["torn-c1"]
+    assert _stored_bytes(rc, "A") == a_files and rc.snapshot() == before

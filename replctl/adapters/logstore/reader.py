@@ -54,9 +54,9 @@ def read_segment(store: LogStore, segment: Segment, columns: Sequence[str]) -> p
     except FileNotFoundError as exc:
         raise _damaged(segment, f"a catalogued file is not in the store ({exc.filename or exc})") from exc
     except (OSError, ValueError) as exc:  # pyarrow.lib.ArrowInvalid derives from ValueError
-        # A page failing its CRC, or bytes that no longer decode: damage when the file's bytes are not the
-        # ones written (DR0); otherwise the disk or the system failed the read.
-        changed = sorted(inventory.changed(store, segment))
+        # A page failing its CRC, or bytes that no longer decode (a footer zeroed at the file's size): damage
+        # when the file's bytes are not the ones written (DR0); otherwise the disk or the system failed the read.
+        changed = sorted(inventory.digest_differs(store, segment))
         if changed:
             raise _damaged(
                 segment, f"its file {changed[0]} changed since it was written and fails its read"

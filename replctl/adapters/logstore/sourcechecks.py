@@ -81,13 +81,14 @@ def damage_explains(store: LogStore, segments: Sequence[Segment]) -> Iterator[No
 
 def changed_files(store: LogStore, segments: Sequence[Segment], failure: str) -> list[str]:
     """The catalogued data files (store paths) of the `segments` a failed read names in its text (`failure`)
-    whose bytes are not the ones written (`inventory.changed`). Only the named segments are hashed: hashing
+    whose bytes are not the ones written (`inventory.digest_differs`), whether a page failed its CRC or the
+    footer no longer parses. Only the named segments are hashed: hashing
     the whole log on every failure would cost a read of it, and would blame a failure that is the
     environment's on a file changed elsewhere in the log."""
     out = []
     for seg in segments:
         if any(f.name in failure for f in seg.files or ()):
-            out += [f"{seg.path}/{name}" for name in sorted(inventory.changed(store, seg))]
+            out += [f"{seg.path}/{name}" for name in sorted(inventory.digest_differs(store, seg))]
     return out
 
 
