@@ -27,7 +27,7 @@ from replctl.core.jobs import SegmentRewrite
 from replctl.core.outcomes import Completion
 from replctl.core.retirement import LogPrune, PrunePlan, clocks, parked_location, plan_prune
 from replctl.core.vectortime import VectorTime, lub
-from replctl.errors import EnvironmentFailure, Refused, UnknownName
+from replctl.errors import DamagedLog, EnvironmentFailure, Refused, UnknownName
 from replctl.failpoints import hit
 from replctl.services import interruption, topology
 from replctl.services.damage import refuse_damaged
@@ -185,10 +185,25 @@ def _refuse_unless_ok(plan: PrunePlan) -> None:
 
 def _refuse_damaged_logs(tx: CatalogTransaction, engine: DataPlane, plan: PrunePlan) -> None:
     """Exit 4 (DR0) before anything is recorded when a log the pruning would rewrite is damaged: the rewrite
-    would read it, and a dry run must refuse as the run does instead of listing segments that are not there."""
+    would read it, and a dry run must refuse as the run does instead of listing segments that are not there.
+
+    A file of a segment to rewrite whose bytes changed at its size passes the census (a listing) and fails
+    only its read, in the middle of the run: Z was retired and the logs before it pruned, while the dry run
+    had said the pruning would go through (RET2 half done). Those files are hashed here, before anything,
+    as the rewrite reads them whole anyway."""
     for log in plan.logs:
         if log.rewrite:
             refuse_damaged(engine.store, log.location, tx.segments(log.location))
+    for log in plan.logs:
+        for seg in log.rewrite:
+            changed = sorted(engine.store.changed_files(seg))
+            if changed:
+                raise DamagedLog(
+                    log.location,
+                    f"{log.location}'s log is damaged: {seg.path}/{changed[0]} changed since it was written (its "
+                    "SHA-256 differs from its catalog row's) and the pruning would rewrite it; nothing was "
+                    "retired, pruned or written (DR0)",
+                )
 
 
 def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, Any]:

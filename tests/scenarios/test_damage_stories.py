@@ -528,29 +528,41 @@ def test_a_file_whose_bytes_changed_is_neither_replicated_nor_compacted(rc: Repl
 
 def test_a_file_whose_bytes_changed_is_not_rewritten_by_a_clock_pruning(rc: Replctl) -> None:
     # The pruning of a retired clock rewrote a segment whose file had changed at its size under a fresh
-    # digest: `log verify` then said ok and the changed event passed for intact. Its read now fails the
-    # file's page CRCs: damage (DR0), the file stays as it is, and `log verify` still names it.
+    # digest: `log verify` then said ok and the changed event passed for intact. Then its read failed the
+    # file's page CRCs, but in the middle of the run: the dry run had said the pruning would go through, and
+    # the run retired C and pruned A's log before it met B's file (RET2 half done). The files the pruning
+    # would rewrite are now hashed first: dry run and run refuse alike (DR0), and nothing changes.
     _a_b_c_in_a_line(rc, "rot-a1", "rot-c1")
     _rot_file(rc, "B", 1, "rot-c1")  # B's seq 2, whose vt holds C: a segment the pruning rewrites
     rc("topology", "remove", "B", "C")
     rc("topology", "remove", "C", "B")
     [seg] = [s for s in rc.json("location", "show", "B")["segments"] if s["seq_lo"] == 2]
     [name] = [p.name for p in (rc.store / seg["path"]).glob("*.parquet")]
-    files = _stored_bytes(rc, "B")
-    error = rc.json("location", "retire", "C", "--prune-clock", expect=4)["error"]
-    assert error == {
-        "code": "damaged",
-        "message": f"B's log is damaged: {seg['path']}/{name} changed since it was written (its SHA-256 differs "
-        "from its catalog row's) and fails its read; nothing was decided or written from the read (DR0)",
-        "hint": "replctl recover location B",
-    }
-    assert _stored_bytes(rc, "B") == files
+    files, before = {x: _stored_bytes(rc, x) for x in ("A", "B", "C")}, rc.snapshot()
+    for dry_run in (["--dry-run"], []):
+        error = rc.json("location", "retire", "C", "--prune-clock", *dry_run, expect=4)["error"]
+        assert error == {
+            "code": "damaged",
+            "message": f"B's log is damaged: {seg['path']}/{name} changed since it was written (its SHA-256 "
+            "differs from its catalog row's) and the pruning would rewrite it; nothing was retired, pruned or "
+            "written (DR0)",
+            "hint": "replctl recover location B",
+        }, dry_run
+        assert rc("location", "retire", "C", "--prune-clock", *dry_run, expect=None).code == 4
+    assert {x: _stored_bytes(rc, x) for x in ("A", "B", "C")} == files and rc.snapshot() == before
+    assert rc.location("C")["state"] == "active"
+    assert [e["vt"] for e in rc.json("log", "show", "A")["events"]] == [{"A": 1}, {"C": 1}]
     [log] = rc.json("log", "verify", "B", expect=3)["logs"]
     assert [(v["invariant"], v["seq"], v["message"]) for v in log["violations"]] == [
         # The changed file is not read: C's entry, which only its event carried, is missing from the LUB.
         ("I3", None, "CVV {A:1,C:1} ≠ LUB of the stored vts ⊔ DVV ⊔ baselines = {A:1}"),
         ("SEG", 2, f"file {seg['path']}/{name} differs from its catalog row's SHA-256"),
     ]
+    # The way out it names: B recovers the changed event from its neighbours, then the pruning goes through.
+    rc("recover", "location", "B", "--accept-loss")
+    rc("location", "retire", "C", "--prune-clock")
+    assert rc.location("C")["state"] == "retired"
+    assert rc("log", "verify").code == 0
 
 
 def _three_rotted_events(rc: Replctl) -> None:
