@@ -89,7 +89,7 @@ def retire(
     with catalog.transaction(readonly=True) as tx:
         plan = _plan(tx, name, retiring=True)
         _refuse_unless_ok(plan)
-        _refuse_damaged_logs(tx, engine, plan)
+        hashed = _refuse_damaged_logs(tx, engine, plan)
         everyone = [loc.name for loc in tx.locations()]
     # The pruning's leases (every location's), as its run would meet them: the dry run said what it "would"
     # do while another operation held one, and the run retired Z, then had its pruning refused (exit 4).
@@ -105,13 +105,22 @@ def retire(
     with interruption.in_turn(labels, lambda _left: f"replctl location retire {name} --prune-clock"):
         retired = topology.retire_location(catalog, engine, name, reason=reason)
         hit("retire.before-prune")
-        return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason))
+        return RetirementOutcome(retired, prune(catalog, engine, name, reason=reason, hashed=hashed))
 
 
 def prune(
-    catalog: Catalog, engine: DataPlane, name: str, *, reason: str | None = None, dry_run: bool = False
+    catalog: Catalog,
+    engine: DataPlane,
+    name: str,
+    *,
+    reason: str | None = None,
+    dry_run: bool = False,
+    hashed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Prune retired location `name` from every vt, CVV, DVV and baseline (RET2), if RET3 holds.
+
+    `hashed`: segments whose files `retire` just checked against their digests (`_refuse_damaged_logs`),
+    which are not read whole a second time.
 
     Holds the topology lease and every location's lease, so no replication, append or new connection can
     move a clock while RET3 is checked and the logs are rewritten. Resumable: see the module docstring.
@@ -125,7 +134,7 @@ def prune(
         with ctx.transaction(readonly=True) as tx:
             plan = _plan(tx, name, retiring=False)
             _refuse_unless_ok(plan)
-            _refuse_damaged_logs(tx, engine, plan)
+            _refuse_damaged_logs(tx, engine, plan, hashed=hashed)
         if ctx.dry_run:
             return _report(plan, ctx)
         ctx.set_plan(
@@ -183,19 +192,24 @@ def _refuse_unless_ok(plan: PrunePlan) -> None:
     )
 
 
-def _refuse_damaged_logs(tx: CatalogTransaction, engine: DataPlane, plan: PrunePlan) -> None:
+def _refuse_damaged_logs(
+    tx: CatalogTransaction, engine: DataPlane, plan: PrunePlan, *, hashed: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """Exit 4 (DR0) before anything is recorded when a log the pruning would rewrite is damaged: the rewrite
     would read it, and a dry run must refuse as the run does instead of listing segments that are not there.
 
     A file of a segment to rewrite whose bytes changed at its size passes the census (a listing) and fails
     only its read, in the middle of the run: Z was retired and the logs before it pruned, while the dry run
     had said the pruning would go through (RET2 half done). Those files are hashed here, before anything,
-    as the rewrite reads them whole anyway."""
+    as the rewrite reads them whole anyway; those of `hashed` were checked already. Returns the segments
+    checked (by path)."""
     for log in plan.logs:
         if log.rewrite:
             refuse_damaged(engine.store, log.location, tx.segments(log.location))
     for log in plan.logs:
         for seg in log.rewrite:
+            if seg.path in hashed:
+                continue
             changed = sorted(engine.store.changed_files(seg))
             if changed:
                 raise DamagedLog(
@@ -204,6 +218,7 @@ def _refuse_damaged_logs(tx: CatalogTransaction, engine: DataPlane, plan: PruneP
                     "SHA-256 differs from its catalog row's) and the pruning would rewrite it; nothing was "
                     "retired, pruned or written (DR0)",
                 )
+    return frozenset(seg.path for log in plan.logs for seg in log.rewrite)
 
 
 def _report(plan: PrunePlan, ctx: OperationContext | None = None) -> dict[str, Any]:
